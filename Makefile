@@ -1,0 +1,44 @@
+# graphmem developer commands. `make demo` and `make test` are all a fresh clone needs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+NEO4J  := tools/neo4j/neo4j.sh
+
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,server]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv  ## add a short conversation and search it: embedded store, offline, no server
+	$(BIN)/graphmem demo
+
+test: venv lint  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
+	bash tools/run-tests.sh $(ARGS)
+
+lint: venv
+	$(BIN)/ruff check graphmem tests bench
+	$(BIN)/mypy graphmem
+
+unit: venv  ## tests without Neo4j (its tests skip unless CI=true)
+	$(BIN)/pytest -q $(ARGS)
+
+neo4j-start:
+	$(NEO4J) start && $(NEO4J) wait
+
+neo4j-stop:
+	$(NEO4J) stop
+
+neo4j-status:
+	$(NEO4J) status
+
+bench-store: venv  ## batched vs single writes and search latency, both backends
+	bash tools/with-neo4j.sh $(BIN)/python bench/store.py $(ARGS)
+
+clean:
+	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache

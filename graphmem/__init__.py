@@ -1,0 +1,43 @@
+"""graphmem: a memory engine for AI agents that keeps what an agent learns as a typed knowledge graph.
+
+Public API::
+
+    from graphmem import Memory, AsyncMemory, MemoryConfig
+"""
+
+from .config import MemoryConfig
+from .errors import (
+    ConfigError,
+    EmbeddingError,
+    GraphmemError,
+    InvalidFilterError,
+    InvalidInputError,
+    NotFoundError,
+    SchemaMismatchError,
+    ScopeError,
+    StoreError,
+    StoreUnavailableError,
+)
+from .memory import AsyncMemory, Memory
+from .models import MemoryType, Scope
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncMemory",
+    "ConfigError",
+    "EmbeddingError",
+    "GraphmemError",
+    "InvalidFilterError",
+    "InvalidInputError",
+    "Memory",
+    "MemoryConfig",
+    "MemoryType",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "Scope",
+    "ScopeError",
+    "StoreError",
+    "StoreUnavailableError",
+    "__version__",
+]

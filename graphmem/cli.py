@@ -1,0 +1,215 @@
+"""The ``graphmem`` command line: the same operations as the Python API, one command each.
+
+Every command takes the scope options and ``--config FILE`` (YAML or TOML); ``--json`` prints the
+exact dict the Python API returns, so scripts can parse what people read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .config import MemoryConfig
+from .errors import GraphmemError
+from .memory import Memory
+
+app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False)
+console = Console()
+err_console = Console(stderr=True)
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML or TOML config file.")]
+UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent-id", "-a", help="Scope: agent id.")]
+RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run id.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's result as JSON.")]
+
+
+def _memory(config: Path | None) -> Memory:
+    return Memory(MemoryConfig.from_file(config) if config else MemoryConfig.load())
+
+
+def _run(action: Any) -> Any:
+    try:
+        return action()
+    except GraphmemError as exc:
+        err_console.print(f"[bold red]{type(exc).__name__}[/]: {exc}")
+        raise typer.Exit(2) from None
+
+
+def _emit(result: Any, as_json: bool, table: Table | None = None) -> None:
+    if as_json or table is None:
+        console.print_json(json.dumps(result, ensure_ascii=False, default=str))
+    else:
+        console.print(table)
+
+
+def _records_table(title: str, rows: list[dict[str, Any]], score: bool = False) -> Table:
+    table = Table(title=title, show_lines=False)
+    if score:
+        table.add_column("score", justify="right")
+    for col in ("memory", "id", "role", "created_at"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        cells = [r["memory"], r["id"][:8], r.get("role", ""), r["created_at"][:19]]
+        table.add_row(*([f"{r['score']:.3f}"] if score else []), *cells)
+    return table
+
+
+def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
+@app.command()
+def add(
+    text: Annotated[str, typer.Argument(help="Text to remember; '-' reads standard input.")],
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    role: Annotated[str, typer.Option(help="Message role.")] = "user",
+    metadata: Annotated[str | None, typer.Option(help="Metadata as a JSON object.")] = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Store a message as memory (Memory.add)."""
+    content = sys.stdin.read() if text == "-" else text
+    meta = json.loads(metadata) if metadata else None
+    with _memory(config) as m:
+        result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta,
+                                    **_scope(user_id, agent_id, run_id)))
+    _emit(result, True)
+
+
+@app.command()
+def search(
+    query: str,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", "-k")] = None,
+    filters: Annotated[str | None, typer.Option(help="Filters as JSON.")] = None,
+    explain: Annotated[bool, typer.Option(help="Show each signal's score.")] = False,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Rank memories by relevance to QUERY (Memory.search)."""
+    flt = json.loads(filters) if filters else None
+    with _memory(config) as m:
+        result = _run(lambda: m.search(query, filters=flt, top_k=top_k, explain=explain,
+                                       **_scope(user_id, agent_id, run_id)))
+    _emit(result, as_json or explain, _records_table(f"search: {query}", result["results"], score=True))
+
+
+@app.command("list")
+def list_(
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    limit: Annotated[int | None, typer.Option()] = None,
+    filters: Annotated[str | None, typer.Option(help="Filters as JSON.")] = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List memories in a scope, newest first (Memory.get_all)."""
+    flt = json.loads(filters) if filters else None
+    with _memory(config) as m:
+        result = _run(lambda: m.get_all(filters=flt, limit=limit, **_scope(user_id, agent_id, run_id)))
+    _emit(result, as_json, _records_table("memories", result["results"]))
+
+
+@app.command()
+def get(
+    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show one memory (Memory.get)."""
+    with _memory(config) as m:
+        _emit(_run(lambda: m.get(memory_id, **_scope(user_id, agent_id, run_id))), True)
+
+
+@app.command()
+def update(
+    memory_id: str,
+    text: Annotated[str | None, typer.Argument()] = None,
+    metadata: Annotated[str | None, typer.Option(help="JSON merge patch for metadata.")] = None,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Change a memory's text and/or metadata (Memory.update)."""
+    meta = json.loads(metadata) if metadata else None
+    with _memory(config) as m:
+        _emit(_run(lambda: m.update(memory_id, text, metadata=meta, **_scope(user_id, agent_id, run_id))), True)
+
+
+@app.command()
+def delete(
+    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete one memory (Memory.delete)."""
+    with _memory(config) as m:
+        _emit(_run(lambda: m.delete(memory_id, **_scope(user_id, agent_id, run_id))), True)
+
+
+@app.command("delete-all")
+def delete_all(
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Delete every memory in a scope (Memory.delete_all)."""
+    with _memory(config) as m:
+        _emit(_run(lambda: m.delete_all(**_scope(user_id, agent_id, run_id))), True)
+
+
+@app.command()
+def history(
+    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show a memory's change history (Memory.history)."""
+    with _memory(config) as m:
+        _emit(_run(lambda: m.history(memory_id, **_scope(user_id, agent_id, run_id))), True)
+
+
+@app.command()
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting every tenant's data.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete all memories of all tenants (Memory.reset)."""
+    if not yes:
+        err_console.print("reset deletes every tenant's memories; pass --yes to confirm")
+        raise typer.Exit(2)
+    with _memory(config) as m:
+        _run(m.reset)
+    console.print("store reset")
+
+
+DEMO_CONVERSATION = [
+    {"role": "user", "content": "Hi, I'm Maya. I work as a data engineer at Northwind in Lisbon.", "name": "Maya"},
+    {"role": "assistant", "content": "Nice to meet you, Maya! How can I help?"},
+    {"role": "user", "content": "I'm allergic to peanuts, so please never suggest satay.", "name": "Maya"},
+    {"role": "user", "content": "My manager Tomás wants the Q3 pipeline migration done by September.",
+     "name": "Maya"},
+    {"role": "user", "content": "On weekends I go bouldering with my sister Inês.", "name": "Maya"},
+]
+DEMO_QUERIES = ["is Maya allergic to anything?", "who is her manager?", "what does she do on weekends?"]
+
+
+@app.command()
+def demo(
+    home: Annotated[Path | None, typer.Option(help="Store folder (default: a fresh temporary one).")] = None,
+) -> None:
+    """Add a short conversation, then search it: embedded store, offline, no API key, no server."""
+    import tempfile
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))
+    with Memory({"home": str(folder), "store": {"provider": "sqlite"}}) as m:
+        console.rule(f"[bold]graphmem demo[/] — {m.info.backend} store at {m.info.location}")
+        result = m.add(DEMO_CONVERSATION, user_id="maya", metadata={"source": "demo"})
+        console.print(_records_table("stored memories", m.get_all(user_id="maya")["results"]))
+        console.print(f"{len(result['results'])} messages → "
+                      f"{sum(r['event'] == 'ADD' for r in result['results'])} new memories")
+        for query in DEMO_QUERIES:
+            found = m.search(query, user_id="maya", top_k=3)
+            console.print(_records_table(f"search: {query}", found["results"], score=True))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,160 @@
+"""One validated configuration object holding every tunable, with its default and why.
+
+Load it from a dict (``MemoryConfig.model_validate``/``Memory.from_config``), a YAML or TOML file
+(``MemoryConfig.from_file``) or ``GRAPHMEM_*`` environment variables, nested with ``__``
+(``GRAPHMEM_STORE__PROVIDER=neo4j``). Explicit values win over the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("GRAPHMEM_HOME") or Path.home() / ".graphmem")
+
+
+class StoreConfig(_Section):
+    provider: Literal["sqlite", "neo4j"] = "sqlite"
+    """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt."""
+    path: Path | None = None
+    """SQLite file; default ``<home>/graphmem.db``."""
+    busy_timeout_ms: int = Field(30_000, ge=0)
+    """How long a SQLite writer waits for another process's write lock before failing."""
+    uri: str = "bolt://127.0.0.1:7687"
+    user: str = "neo4j"
+    password: str | None = None
+    database: str | None = None
+    """Neo4j database name; ``None`` uses the server default (``neo4j`` on Community)."""
+    connect_timeout_s: float = Field(10.0, gt=0)
+    """Bolt connection timeout; an unreachable server fails after this instead of retrying forever."""
+    max_transaction_retry_s: float = Field(15.0, ge=0)
+    """Neo4j driver's budget for retrying transient errors (deadlocks, leader switches)."""
+    write_batch_size: int = Field(1000, ge=1)
+    """Rows per ``UNWIND`` batch for bulk writes."""
+
+
+class EmbedderConfig(_Section):
+    provider: Literal["auto", "openai", "sentence-transformers", "hashing"] = "auto"
+    """``auto``: OpenAI when ``OPENAI_API_KEY`` is set, else sentence-transformers when installed,
+    else the deterministic hashing embedder."""
+    model: str | None = None
+    """Model name; defaults per provider: ``text-embedding-3-small``, ``all-MiniLM-L6-v2``."""
+    dims: int | None = Field(None, ge=8, le=8192)
+    """Vector size; hashing defaults to 384, the others report their own."""
+    api_key: str | None = None
+    base_url: str | None = None
+    batch_size: int = Field(128, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+
+class LLMConfig(_Section):
+    provider: Literal["none", "openai"] = "none"
+    model: str = "gpt-4o-mini"
+    api_key: str | None = None
+    base_url: str | None = None
+    temperature: float = 0.0
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+
+class SearchConfig(_Section):
+    top_k: int = Field(10, ge=1, le=1000)
+    overfetch: int = Field(4, ge=1, le=50)
+    """Each signal returns ``top_k * overfetch`` candidates before fusion, so a result strong in one
+    signal and weak in the other still reaches the fused list."""
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4})
+    rrf_k: int = Field(60, ge=1)
+    fulltext_norm: Literal["max", "sigmoid"] = "max"
+    """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a
+    logistic curve centred at ``fulltext_sigmoid_mid``."""
+    fulltext_sigmoid_mid: float = 5.0
+    vector_exact_max: int = Field(20_000, ge=0)
+    """Neo4j: when a scope holds at most this many memories and filters apply, score them exactly
+    instead of post-filtering the approximate index (exact and still fast at this size)."""
+    threshold: float | None = None
+    """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
+
+    @model_validator(mode="after")
+    def _check_weights(self) -> SearchConfig:
+        unknown = set(self.weights) - {"vector", "fulltext", "graph"}
+        if unknown:
+            raise ValueError(f"unknown fusion signals {sorted(unknown)}; known: vector, fulltext, graph")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("fusion weights must be >= 0")
+        return self
+
+
+class LimitsConfig(_Section):
+    max_memory_chars: int = Field(100_000, ge=1)
+    """A single stored memory's size limit; longer input is refused with a clear error, never cut."""
+    max_batch: int = Field(10_000, ge=1)
+    """Messages accepted by one ``add`` call."""
+    get_all_limit: int = Field(100, ge=1)
+
+
+class MemoryConfig(BaseSettings):
+    """Root configuration. Every field has a default, so ``MemoryConfig()`` is a working setup."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GRAPHMEM_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
+    )
+
+    home: Path = Field(default_factory=default_home)
+    """Where the embedded store lives: ``$GRAPHMEM_HOME``, else ``~/.graphmem``."""
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    version: str = "v1"
+
+    def sqlite_path(self) -> Path:
+        return self.store.path if self.store.path is not None else self.home / "graphmem.db"
+
+    @classmethod
+    def load(cls, data: dict[str, Any] | MemoryConfig | None = None) -> MemoryConfig:
+        """Validate a dict (environment variables fill what it leaves out), raising ConfigError."""
+        if isinstance(data, MemoryConfig):
+            return data
+        try:
+            return cls(**(data or {}))
+        except ValidationError as exc:
+            raise ConfigError(f"invalid graphmem configuration:\n{exc}") from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> MemoryConfig:
+        """Read YAML (``.yaml``/``.yml``) or TOML (``.toml``)."""
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+        try:
+            if p.suffix.lower() == ".toml":
+                data = tomllib.loads(raw.decode("utf-8"))
+            elif p.suffix.lower() in {".yaml", ".yml"}:
+                data = yaml.safe_load(raw) or {}
+            else:
+                raise ConfigError(f"config file {p} must end in .yaml, .yml or .toml")
+        except (tomllib.TOMLDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot parse config file {p}: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {p} must hold a mapping at the top level")
+        return cls.load(data)

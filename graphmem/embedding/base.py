@@ -1,0 +1,35 @@
+"""The embedder interface shared by every provider."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class Embedder(ABC):
+    """Turns texts into unit vectors. ``name`` is recorded in the store to catch model changes."""
+
+    name: str
+    dims: int
+
+    @abstractmethod
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed a batch in one call (one request for remote models); rows are unit length."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return normalize(self._embed(texts))
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        return self.embed([text])[0]
+
+
+def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32, copy=False)

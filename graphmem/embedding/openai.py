@@ -1,0 +1,46 @@
+"""Embeddings from any OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, LM Studio)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import openai
+
+from ..config import EmbedderConfig
+from ..errors import EmbeddingError
+from .base import Embedder
+
+
+class OpenAIEmbedder(Embedder):
+    def __init__(self, config: EmbedderConfig) -> None:
+        self.model = config.model or "text-embedding-3-small"
+        self._client = openai.OpenAI(
+            api_key=config.api_key or None, base_url=config.base_url,
+            timeout=config.timeout_s, max_retries=config.max_retries,
+        )
+        self._batch = config.batch_size
+        self._dims_param = config.dims
+        self.dims = config.dims or self._probe()
+        self.name = f"openai:{self.model}:{self.dims}"
+
+    def _probe(self) -> int:
+        return int(self._request(["dimension probe"]).shape[1])
+
+    def _request(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        kwargs: dict[str, object] = {"model": self.model, "input": list(texts)}
+        if self._dims_param is not None:
+            kwargs["dimensions"] = self._dims_param
+        try:
+            response = self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"embedding model {self.model!r} failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda d: d.index)
+        if len(rows) != len(texts):
+            raise EmbeddingError(f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts")
+        return np.asarray([r.embedding for r in rows], dtype=np.float32)
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        parts = [self._request(texts[i : i + self._batch]) for i in range(0, len(texts), self._batch)]
+        return np.vstack(parts)

@@ -1,0 +1,51 @@
+"""Every exception graphmem raises on purpose, in one place.
+
+Callers catch :class:`GraphmemError` for everything, or a subclass for one kind of fault. Each message
+says what was wrong and what to do about it, because the person reading it is usually not the person
+who wrote the call.
+"""
+
+from __future__ import annotations
+
+
+class GraphmemError(Exception):
+    """Base class of every error graphmem raises deliberately."""
+
+
+class ConfigError(GraphmemError):
+    """The configuration is invalid or names something that cannot be loaded."""
+
+
+class InvalidInputError(GraphmemError, ValueError):
+    """Input that graphmem refuses: empty or oversized text, control characters, wrong types."""
+
+
+class ScopeError(InvalidInputError):
+    """A read or write without a tenant scope, or with a malformed one."""
+
+
+class InvalidFilterError(InvalidInputError):
+    """A search or listing filter with an unknown operator, field or value type."""
+
+
+class NotFoundError(GraphmemError, KeyError):
+    """No memory with that id exists *in the caller's scope* (other tenants' ids look the same)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(GraphmemError):
+    """The storage backend failed; nothing of the failed operation was written."""
+
+
+class StoreUnavailableError(StoreError):
+    """The storage backend cannot be reached (the message names where graphmem looked)."""
+
+
+class SchemaMismatchError(StoreError):
+    """The store was created with another embedding model or dimension than the one configured."""
+
+
+class EmbeddingError(GraphmemError):
+    """The embedding model could not be loaded or did not answer."""

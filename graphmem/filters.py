@@ -1,0 +1,196 @@
+"""Filter expressions for ``search`` and ``get_all``, parsed once into a small typed tree.
+
+Syntax (mem0-compatible)::
+
+    {"category": "work"}                                  # equality
+    {"priority": {"gte": 2}, "tags": {"contains": "x"}}   # several keys are ANDed
+    {"AND": [f1, f2]}  {"OR": [f1, f2]}  {"NOT": f}       # logic, nestable
+
+Operators: ``eq ne gt gte lt lte in nin contains icontains``. A field is one of the record fields in
+:data:`RECORD_FIELDS` or a top-level metadata key (``metadata.`` prefix optional). Backends compile the
+tree to SQL or Cypher with every value and key passed as a parameter, never spliced into the query.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from .errors import InvalidFilterError
+from .models import iso, parse_datetime
+
+Op = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"]
+OPERATORS: frozenset[str] = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
+TIME_FIELDS = frozenset({"created_at", "updated_at", "event_time", "expires_at"})
+RECORD_FIELDS = frozenset({"id", "memory_type", "role", "actor_id", "user_id", "agent_id", "run_id", "hash"}) | TIME_FIELDS
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class Cond:
+    field: str
+    """A record field name, or a metadata key when ``metadata`` is true."""
+    op: Op
+    value: Any
+    metadata: bool
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    item: Filter
+
+
+Filter = Cond | And | Or | Not
+
+
+def parse(spec: dict[str, Any] | None) -> Filter | None:
+    """Parse a filter dict; ``None`` or ``{}`` means no filter."""
+    if spec is None or spec == {}:
+        return None
+    return _parse(spec, "filters")
+
+
+def _parse(spec: Any, where: str) -> Filter:
+    if not isinstance(spec, dict) or not spec:
+        raise InvalidFilterError(f"{where} must be a non-empty mapping, got {spec!r}")
+    parts: list[Filter] = []
+    for key, value in spec.items():
+        if key in ("AND", "OR"):
+            if not isinstance(value, list) or not value:
+                raise InvalidFilterError(f"{where}.{key} takes a non-empty list of filters")
+            items = tuple(_parse(v, f"{where}.{key}[{i}]") for i, v in enumerate(value))
+            parts.append(And(items) if key == "AND" else Or(items))
+        elif key == "NOT":
+            parts.append(Not(_parse(value, f"{where}.NOT")))
+        else:
+            parts.extend(_conditions(key, value, where))
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def _conditions(key: Any, value: Any, where: str) -> list[Filter]:
+    if not isinstance(key, str):
+        raise InvalidFilterError(f"{where}: filter keys are strings, got {key!r}")
+    name = key.removeprefix("metadata.")
+    is_meta = key.startswith("metadata.") or name not in RECORD_FIELDS
+    if not _KEY.match(name):
+        raise InvalidFilterError(
+            f"{where}: {key!r} is not a valid field; metadata keys are letters, digits, '_' and '-' "
+            "(at most 64, not starting with a digit), and logic keys are AND, OR, NOT in upper case"
+        )
+    if isinstance(value, dict):
+        if not value:
+            raise InvalidFilterError(f"{where}.{key}: empty operator mapping")
+        out: list[Filter] = []
+        for op, operand in value.items():
+            if op not in OPERATORS:
+                raise InvalidFilterError(
+                    f"{where}.{key}: unknown operator {op!r}; use one of {', '.join(sorted(OPERATORS))}"
+                )
+            out.append(Cond(name, op, _operand(name, op, operand, is_meta, f"{where}.{key}.{op}"), is_meta))
+        return out
+    return [Cond(name, "eq", _operand(name, "eq", value, is_meta, f"{where}.{key}"), is_meta)]
+
+
+def _operand(name: str, op: str, value: Any, is_meta: bool, where: str) -> Any:
+    if op in ("in", "nin"):
+        if not isinstance(value, list | tuple) or not value:
+            raise InvalidFilterError(f"{where} takes a non-empty list")
+        return tuple(_scalar(name, v, is_meta, where) for v in value)
+    if op == "icontains":
+        if not isinstance(value, str):
+            raise InvalidFilterError(f"{where} takes a string")
+        return value.casefold()
+    if op == "contains":
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise InvalidFilterError(f"{where} takes a string or number")
+        return value
+    value = _scalar(name, value, is_meta, where)
+    if op in ("gt", "gte", "lt", "lte") and (value is None or isinstance(value, bool)):
+        raise InvalidFilterError(f"{where}: ordering operators take a number, string or time")
+    return value
+
+
+def _scalar(name: str, value: Any, is_meta: bool, where: str) -> Scalar:
+    if not is_meta and name in TIME_FIELDS:
+        if value is None:
+            return None
+        if isinstance(value, datetime | str | int | float) and not isinstance(value, bool):
+            return iso(parse_datetime(value, what=where))
+        raise InvalidFilterError(f"{where}: {name} compares with a datetime or ISO-8601 string")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise InvalidFilterError(f"{where}: values are strings, numbers, booleans or null, got {type(value).__name__}")
+
+
+def evaluate(flt: Filter | None, fields: dict[str, Any], metadata: dict[str, Any]) -> bool:
+    """Reference semantics, used by the embedded store's in-process paths and by tests.
+
+    A missing field never matches a positive condition; ``ne``/``nin`` match it. Values of different
+    types never compare (a number is neither greater nor less than a string).
+    """
+    if flt is None:
+        return True
+    if isinstance(flt, And):
+        return all(evaluate(f, fields, metadata) for f in flt.items)
+    if isinstance(flt, Or):
+        return any(evaluate(f, fields, metadata) for f in flt.items)
+    if isinstance(flt, Not):
+        return not evaluate(flt.item, fields, metadata)
+    source = metadata if flt.metadata else fields
+    present = flt.field in source and source[flt.field] is not None
+    actual = source.get(flt.field)
+    if isinstance(actual, datetime):
+        actual = iso(actual)
+    op, want = flt.op, flt.value
+    if op == "eq":
+        return present and _same(actual, want) if want is not None else not present
+    if op == "ne":
+        return not (present and _same(actual, want)) if want is not None else present
+    if op == "in":
+        return present and any(_same(actual, w) for w in want)
+    if op == "nin":
+        return not (present and any(_same(actual, w) for w in want))
+    if not present:
+        return False
+    if op in ("contains", "icontains"):
+        if isinstance(actual, list):
+            items = [a.casefold() if op == "icontains" and isinstance(a, str) else a for a in actual]
+            return any(_same(a, want) for a in items)
+        if isinstance(actual, str) and isinstance(want, str):
+            return want in (actual.casefold() if op == "icontains" else actual)
+        return False
+    if not _comparable(actual, want):
+        return False
+    if op == "gt":
+        return bool(actual > want)
+    if op == "gte":
+        return bool(actual >= want)
+    if op == "lt":
+        return bool(actual < want)
+    return bool(actual <= want)
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    num = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    return (isinstance(a, num) and isinstance(b, num)) or (isinstance(a, str) and isinstance(b, str))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    return bool(a == b)

@@ -1,0 +1,363 @@
+"""The public API: :class:`Memory` (sync) and :class:`AsyncMemory`, mem0-compatible where mem0 has
+the same operation.
+
+Every call takes a scope (``user_id``, ``agent_id`` and/or ``run_id``). Ids from another scope behave
+exactly like ids that do not exist, so a tenant cannot even learn that another tenant's memory exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from .config import MemoryConfig
+from .embedding import Embedder, create_embedder
+from .errors import InvalidInputError, NotFoundError
+from .filters import parse as parse_filters
+from .models import (
+    EventType,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    Message,
+    Scope,
+    clean_text,
+    new_id,
+    parse_datetime,
+    text_hash,
+    utcnow,
+)
+from .search import fuse
+from .stores.base import MemoryPatch, NewMemory, Store
+
+log = logging.getLogger("graphmem")
+
+MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
+
+
+def _create_store(config: MemoryConfig) -> Store:
+    if config.store.provider == "neo4j":
+        from .stores.neo4j import Neo4jStore
+
+        return Neo4jStore(config.store, config.search)
+    from .stores.sqlite import SQLiteStore
+
+    return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms)
+
+
+def _messages(messages: MessagesInput) -> list[Message]:
+    if isinstance(messages, str):
+        raw: list[Any] = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        raw = [messages]
+    elif isinstance(messages, Sequence) and not isinstance(messages, bytes | bytearray):
+        raw = list(messages)
+    else:
+        raise InvalidInputError(
+            f"messages must be a string, a message dict or a list of message dicts, got {type(messages).__name__}"
+        )
+    if not raw:
+        raise InvalidInputError("messages is an empty list")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"messages[{i}] must be a dict with 'role' and 'content'")
+        try:
+            out.append(Message.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
+            raise InvalidInputError(
+                f"messages[{i}] is not a valid message ({problems}); expected "
+                "{'role': 'user'|'assistant'|'system'|'tool', 'content': str, 'name'?: str}"
+            ) from None
+    return out
+
+
+def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidInputError("metadata must be a dict with string keys")
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serializable: {exc}") from None
+    return dict(metadata)
+
+
+class Memory:
+    """A memory engine bound to one store and one embedder.
+
+    ``Memory()`` opens the embedded SQLite store under ``$GRAPHMEM_HOME`` (``~/.graphmem``): no server.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | dict[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.config = MemoryConfig.load(config)
+        self.embedder = embedder or create_embedder(self.config.embedder)
+        self.store = store or _create_store(self.config)
+        self.info = self.store.open(self.embedder.name, self.embedder.dims)
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig | dict[str, Any]) -> Memory:
+        return cls(config)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(
+        self,
+        messages: MessagesInput,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: MemoryType | str | None = None,
+        timestamp: datetime | str | int | float | None = None,
+    ) -> dict[str, Any]:
+        """Store what the messages say.
+
+        Each user/assistant/tool message becomes one memory (system messages are instructions, not
+        memories, and are skipped). Exact duplicates of a memory already in the same scope are not
+        stored again; they come back with ``event: "NONE"`` and the existing id. ``infer`` is accepted
+        for mem0 compatibility: until an extractor is configured, both settings store the messages.
+        """
+        scope = Scope.of(user_id, agent_id, run_id)
+        msgs = _messages(messages)
+        meta = _metadata(metadata)
+        try:
+            mtype = MemoryType(memory_type) if memory_type is not None else MemoryType.SEMANTIC
+        except ValueError:
+            raise InvalidInputError(
+                f"memory_type {memory_type!r} is not one of {', '.join(t.value for t in MemoryType)}"
+            ) from None
+        if len(msgs) > self.config.limits.max_batch:
+            raise InvalidInputError(
+                f"{len(msgs)} messages in one add; the limit is {self.config.limits.max_batch} (limits.max_batch)"
+            )
+        event_time = parse_datetime(timestamp, what="timestamp") if timestamp is not None else None
+        max_chars = self.config.limits.max_memory_chars
+        items = [
+            (m, clean_text(m.content, what=f"messages[{i}].content", max_chars=max_chars))
+            for i, m in enumerate(msgs)
+            if m.role != "system"
+        ]
+        if not items:
+            raise InvalidInputError("messages hold only system messages; there is nothing to remember")
+        del infer  # the extraction pipeline reads it; see the docstring
+        hashes = [text_hash(text) for _, text in items]
+        existing = self.store.find_hashes(scope, list(dict.fromkeys(hashes)))
+        now = utcnow()
+        results: list[dict[str, Any]] = []
+        fresh: list[tuple[MemoryRecord, str]] = []
+        for (msg, text), h in zip(items, hashes, strict=True):
+            if h in existing:
+                results.append({"id": existing[h], "memory": text, "event": EventType.NONE.value})
+                continue
+            record = MemoryRecord(
+                id=new_id(), memory=text, hash=h, memory_type=mtype, user_id=scope.user_id,
+                agent_id=scope.agent_id, run_id=scope.run_id, role=msg.role, actor_id=msg.name,
+                metadata=meta, created_at=now, event_time=event_time,
+            )
+            existing[h] = record.id
+            fresh.append((record, text))
+            results.append({"id": record.id, "memory": text, "event": EventType.ADD.value})
+        if fresh:
+            vectors = self.embedder.embed([text for _, text in fresh])
+            self.store.insert(
+                [NewMemory(r, v) for (r, _), v in zip(fresh, vectors, strict=True)],
+                [
+                    HistoryEvent(
+                        memory_id=r.id, event=EventType.ADD, new_memory=r.memory, user_id=r.user_id,
+                        agent_id=r.agent_id, run_id=r.run_id, actor_id=r.actor_id, role=r.role, created_at=now,
+                    )
+                    for r, _ in fresh
+                ],
+            )
+        return {"results": results, "relations": {"added": [], "superseded": [], "rejected": []}}
+
+    def update(
+        self,
+        memory_id: str,
+        data: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key)."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        if data is None and metadata is None:
+            raise InvalidInputError("update needs new text (data) and/or metadata")
+        text = clean_text(data, what="data", max_chars=self.config.limits.max_memory_chars) if data is not None else None
+        patch = MemoryPatch(
+            updated_at=utcnow(), event_id=new_id(), text=text,
+            hash=text_hash(text) if text is not None else None,
+            vector=self.embedder.embed_one(text) if text is not None else None,
+            metadata=_metadata(metadata) if metadata is not None else None,
+        )
+        record = self.store.update(memory_id, scope, patch)
+        if record is None:
+            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+        return {**record.public(), "event": EventType.UPDATE.value}
+
+    def delete(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        scope = Scope.of(user_id, agent_id, run_id)
+        if not self.store.delete([memory_id], scope, utcnow()):
+            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+        return {"id": memory_id, "event": EventType.DELETE.value}
+
+    def delete_all(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete every memory in the scope, and nothing outside it."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        return {"deleted": self.store.delete_scope(scope, utcnow()), "scope": dict(scope.items())}
+
+    def reset(self) -> None:
+        """Delete every memory and history event of every tenant. Administration only."""
+        self.store.reset()
+
+    # -- reads ------------------------------------------------------------------------------------
+    def get(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        scope = Scope.of(user_id, agent_id, run_id)
+        record = self.store.get(memory_id, scope)
+        if record is None:
+            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+        return record.public()
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        scope = Scope.of(user_id, agent_id, run_id)
+        flt = parse_filters(filters)
+        n = self._positive(limit, self.config.limits.get_all_limit, "limit")
+        return {"results": [r.public() for r in self.store.list(scope, flt, n)]}
+
+    def history(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        scope = Scope.of(user_id, agent_id, run_id)
+        events = self.store.history(memory_id, scope)
+        if not events:
+            raise NotFoundError(f"no history for memory {memory_id!r} in scope {dict(scope.items())}")
+        return [e.public() for e in events]
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        explain: bool = False,
+    ) -> dict[str, Any]:
+        """Rank the scope's memories by fused vector and full-text relevance to ``query``."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        text = clean_text(query, what="query", max_chars=self.config.limits.max_memory_chars)
+        flt = parse_filters(filters)
+        k = self._positive(top_k, self.config.search.top_k, "top_k")
+        threshold = self.config.search.threshold if threshold is None else threshold
+        vector = self.embedder.embed_one(text)
+        cands = self.store.candidates(scope, flt, vector, text, k * self.config.search.overfetch)
+        fused = fuse({"vector": cands.vector, "fulltext": cands.fulltext}, self.config.search)
+        results = []
+        for hit in fused:
+            if threshold is not None and hit.score < threshold:
+                continue
+            item = {**cands.records[hit.id].public(), "score": hit.score}
+            if explain:
+                item["score_details"] = {**hit.details, "fused": hit.score, "fusion": self.config.search.fusion}
+            results.append(item)
+            if len(results) == k:
+                break
+        return {"results": results, "relations": []}
+
+    @staticmethod
+    def _positive(value: int | None, default: int, name: str) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+        return value
+
+
+class AsyncMemory:
+    """The same operations as :class:`Memory`, awaitable; blocking I/O runs in worker threads."""
+
+    def __init__(
+        self,
+        config: MemoryConfig | dict[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.sync = Memory(config, embedder=embedder, store=store)
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig | dict[str, Any]) -> AsyncMemory:
+        return cls(config)
+
+    async def add(self, messages: MessagesInput, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.add, messages, **kwargs)
+
+    async def search(self, query: str, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.search, query, **kwargs)
+
+    async def get(self, memory_id: str, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.get, memory_id, **kwargs)
+
+    async def get_all(self, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.get_all, **kwargs)
+
+    async def update(self, memory_id: str, data: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.update, memory_id, data, **kwargs)
+
+    async def delete(self, memory_id: str, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.delete, memory_id, **kwargs)
+
+    async def delete_all(self, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.delete_all, **kwargs)
+
+    async def history(self, memory_id: str, **kwargs: Any) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.history, memory_id, **kwargs)
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self.sync.reset)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)

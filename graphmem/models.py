@@ -1,0 +1,234 @@
+"""Typed records shared by every stage: scopes, memories, entities, relations and history events."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .errors import InvalidInputError, ScopeError
+
+_SCOPE_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
+# C0/C1 controls other than tab, newline and carriage return.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def to_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC, so stored times compare across machines and backends."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def iso(value: datetime) -> str:
+    """Fixed-width UTC ISO-8601, so string order is time order in every backend."""
+    return to_utc(value).isoformat(timespec="microseconds")
+
+
+def clean_text(text: object, *, what: str = "text", max_chars: int | None = None) -> str:
+    """Validate one piece of user text: a non-empty str, valid Unicode, no control characters."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode (lone surrogate at {exc.start})") from None
+    bad = _CONTROL.search(text)
+    if bad:
+        raise InvalidInputError(
+            f"{what} contains control character U+{ord(bad.group()):04X} at offset {bad.start()}; "
+            "remove it or escape it before storing"
+        )
+    text = unicodedata.normalize("NFC", text).strip()
+    if not text:
+        raise InvalidInputError(f"{what} is empty")
+    if max_chars is not None and len(text) > max_chars:
+        raise InvalidInputError(
+            f"{what} has {len(text):,} characters, more than the limit of {max_chars:,} "
+            "(limits.max_memory_chars); split it or raise the limit"
+        )
+    return text
+
+
+def text_hash(text: str) -> str:
+    """Hash of the normalized text (case and white space folded): the exact-duplicate key."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return hashlib.sha256(folded.encode("utf-8")).hexdigest()
+
+
+class MemoryType(StrEnum):
+    SEMANTIC = "semantic"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+
+
+class EventType(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    SUPERSEDE = "SUPERSEDE"
+    REJECT = "REJECT"
+    NONE = "NONE"
+
+
+class Scope(BaseModel):
+    """Tenant scope. Given fields must match exactly; absent fields match anything (on reads only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    @field_validator("user_id", "agent_id", "run_id")
+    @classmethod
+    def _check_id(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not _SCOPE_ID.match(value):
+            raise ValueError("scope ids are 1-256 characters without control characters")
+        return value
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> Scope:
+        if self.user_id is None and self.agent_id is None and self.run_id is None:
+            raise ValueError("a scope needs at least one of user_id, agent_id, run_id")
+        return self
+
+    @classmethod
+    def of(cls, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Scope:
+        """Build a scope from call arguments, raising :class:`ScopeError` with a usable message."""
+        if user_id is None and agent_id is None and run_id is None:
+            raise ScopeError("every read and write needs a scope: pass user_id, agent_id and/or run_id")
+        try:
+            return cls(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        except ValueError as exc:
+            raise ScopeError(f"invalid scope: {exc}") from None
+
+    def items(self) -> list[tuple[str, str]]:
+        """The fields that are set, as (name, value) pairs in a fixed order."""
+        return [(k, v) for k in ("user_id", "agent_id", "run_id") if (v := getattr(self, k)) is not None]
+
+    def contains(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> bool:
+        stored = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        return all(stored[k] == v for k, v in self.items())
+
+
+class MemoryRecord(BaseModel):
+    """One stored memory, as returned to callers (embedding excluded)."""
+
+    id: str
+    memory: str
+    hash: str
+    memory_type: MemoryType = MemoryType.SEMANTIC
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    role: str | None = None
+    actor_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime | None = None
+    event_time: datetime | None = None
+    expires_at: datetime | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id)
+
+    def public(self) -> dict[str, Any]:
+        """The mem0-shaped dict the API returns (times as ISO strings)."""
+        out = self.model_dump(mode="json", exclude_none=True)
+        out.setdefault("metadata", {})
+        return out
+
+
+class HistoryEvent(BaseModel):
+    """One change to a memory. History outlives the memory: a deleted memory keeps its trail."""
+
+    id: str = Field(default_factory=new_id)
+    memory_id: str
+    event: EventType
+    old_memory: str | None = None
+    new_memory: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
+    role: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Entity(BaseModel):
+    """A node of the knowledge graph, one per real-world thing within a scope."""
+
+    id: str = Field(default_factory=new_id)
+    name: str
+    classes: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Relation(BaseModel):
+    """A typed edge between two entities, with provenance (supporting memories) and validity."""
+
+    id: str = Field(default_factory=new_id)
+    source_id: str
+    relation: str
+    target_id: str
+    memory_ids: list[str] = Field(default_factory=list)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Message(BaseModel):
+    """One chat message as accepted by ``add``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str
+    content: str
+    name: str | None = None
+
+    @field_validator("role")
+    @classmethod
+    def _known_role(cls, value: str) -> str:
+        if value not in {"user", "assistant", "system", "tool"}:
+            raise ValueError(f"unknown role {value!r}; use user, assistant, system or tool")
+        return value
+
+
+def parse_datetime(value: datetime | str | int | float, *, what: str) -> datetime:
+    """Accept datetimes, ISO strings and Unix seconds; always return aware UTC."""
+    if isinstance(value, datetime):
+        return to_utc(value)
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{what} must be a datetime, ISO-8601 string or Unix seconds")
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), UTC)
+    if isinstance(value, str):
+        try:
+            return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            pass
+    raise InvalidInputError(f"{what}={value!r} is not a datetime, ISO-8601 string or Unix seconds")

@@ -1,0 +1,48 @@
+"""Score fusion shared by every backend, so the same candidates always give the same ranking.
+
+Each signal's raw scores are first mapped to [0, 1] (cosine clipped at 0; BM25 divided by the
+query's best score, or squashed by a logistic curve), then combined by a weighted sum, or by
+reciprocal-rank fusion which ignores score scales altogether.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import SearchConfig
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) -> dict[str, float]:
+    if signal == "vector":
+        return {i: max(0.0, min(1.0, s)) for i, s in hits}
+    if cfg.fulltext_norm == "sigmoid":
+        return {i: 1.0 / (1.0 + math.exp(-(s - cfg.fulltext_sigmoid_mid))) for i, s in hits}
+    best = max((s for _, s in hits), default=0.0)
+    return {i: (s / best if best > 0 else 0.0) for i, s in hits}
+
+
+def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig) -> list[Fused]:
+    """Combine ranked per-signal hits (best first) into one list, best first, ties by id."""
+    weights = {s: cfg.weights.get(s, 0.0) for s in signals}
+    total = sum(weights.values()) or 1.0
+    results: dict[str, Fused] = {}
+    for signal, hits in signals.items():
+        norm = _normalize(signal, hits, cfg)
+        for rank, (mid, raw) in enumerate(hits, start=1):
+            if cfg.fusion == "rrf":
+                part = weights[signal] / (cfg.rrf_k + rank)
+            else:
+                part = weights[signal] * norm[mid] / total
+            entry = results.setdefault(mid, Fused(mid, 0.0))
+            entry.score += part
+            entry.details[signal] = {"raw": raw, "normalized": norm[mid], "rank": rank, "contribution": part}
+    return sorted(results.values(), key=lambda f: (-f.score, f.id))

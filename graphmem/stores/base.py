@@ -1,0 +1,147 @@
+"""The storage contract every backend implements, and the shapes that cross it.
+
+Stores know nothing of extraction, embedding models or fusion: they persist records and answer
+candidate queries. Every method takes the caller's :class:`~graphmem.models.Scope` and must never
+read, change or delete a record outside it. Every write method is one transaction: it happens
+entirely or not at all.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..filters import Filter
+from ..models import HistoryEvent, MemoryRecord, Scope
+
+Vector = npt.NDArray[np.float32]
+
+
+def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7396 JSON merge patch: ``None`` deletes a key, mappings merge recursively."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_patch(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    record: MemoryRecord
+    vector: Vector
+    """L2-normalized float32 embedding of ``record.memory``."""
+
+
+@dataclass(frozen=True)
+class MemoryPatch:
+    """A change to one memory. ``None`` fields are left as they are."""
+
+    updated_at: datetime
+    event_id: str
+    text: str | None = None
+    hash: str | None = None
+    vector: Vector | None = None
+    metadata: dict[str, Any] | None = None
+    """Merged into the stored metadata as a JSON merge patch (RFC 7396): a ``None`` value removes the
+    key. Merging happens inside the write transaction, so concurrent patches never lose each other."""
+
+
+@dataclass
+class Candidates:
+    """What one search round trip returns: per-signal ranked ids with raw scores, and the records."""
+
+    vector: list[tuple[str, float]] = field(default_factory=list)
+    """Cosine similarity in [-1, 1], best first."""
+    fulltext: list[tuple[str, float]] = field(default_factory=list)
+    """BM25 relevance (higher is better, unbounded), best first."""
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    round_trips: int = 1
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """Facts about an opened store, recorded at creation so a mismatched embedder is caught."""
+
+    backend: str
+    location: str
+    embedder: str
+    dims: int
+
+
+class Store(ABC):
+    """A memory store. Implementations: :mod:`graphmem.stores.sqlite`, :mod:`graphmem.stores.neo4j`."""
+
+    @abstractmethod
+    def open(self, embedder: str, dims: int) -> StoreInfo:
+        """Create the schema if missing and check it matches ``embedder``/``dims``.
+
+        Raises ``SchemaMismatchError`` when the store holds vectors of another model or size.
+        """
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
+        """Write memories and their history events in one transaction."""
+
+    @abstractmethod
+    def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+        """Map each given text hash to the id of a memory in exactly this scope that has it."""
+
+    @abstractmethod
+    def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
+        """The memory, or ``None`` when it does not exist *or* lies outside ``scope``."""
+
+    @abstractmethod
+    def list(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+        """Memories in scope matching ``flt``, newest first."""
+
+    @abstractmethod
+    def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
+        """Apply ``patch`` and record an UPDATE event with old and new text, atomically.
+
+        Returns the new record, or ``None`` when the memory is not in scope (nothing written).
+        """
+
+    @abstractmethod
+    def delete(self, memory_ids: Sequence[str], scope: Scope, at: datetime) -> list[str]:
+        """Delete the given memories that are in scope, with a DELETE event each; return their ids."""
+
+    @abstractmethod
+    def delete_scope(self, scope: Scope, at: datetime) -> int:
+        """Delete every memory in scope (and only those), with DELETE events; return how many."""
+
+    @abstractmethod
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
+        """Events of one memory in scope, oldest first; kept after the memory is deleted."""
+
+    @abstractmethod
+    def candidates(
+        self,
+        scope: Scope,
+        flt: Filter | None,
+        vector: Vector | None,
+        text: str | None,
+        k: int,
+    ) -> Candidates:
+        """Top-``k`` ids by vector similarity and by full-text relevance, in one round trip."""
+
+    @abstractmethod
+    def count(self, scope: Scope | None = None) -> int:
+        """Memories in scope (``None``: all tenants, for administration and benchmarks)."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Delete everything of every tenant, including history; keep the schema."""

@@ -1,0 +1,506 @@
+"""The embedded default store: one SQLite file (WAL, FTS5) with vectors searched by NumPy.
+
+Why it does not say "database is locked": every write transaction starts with ``BEGIN IMMEDIATE``
+(it takes the write lock up front, so a reader never has to upgrade and fail) and waits up to
+``busy_timeout_ms`` for other writers, in this process or another. Each thread has its own
+connection; readers never block writers in WAL mode.
+
+Vectors live in the ``memories`` table as float32 blobs and in an in-memory matrix per process.
+Triggers append every vector change to ``vec_changes``; before a search the matrix replays the
+changes it has not seen, inside the search's read transaction, so it is exact and consistent even
+when other processes write to the same file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SchemaMismatchError, StoreError, StoreUnavailableError
+from ..filters import Filter
+from ..models import EventType, HistoryEvent, MemoryRecord, Scope, iso
+from .base import Candidates, MemoryPatch, NewMemory, Store, StoreInfo, Vector, merge_patch
+from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
+from .text import fts5_query
+
+SCHEMA_VERSION = "1"
+_PRUNE_AT = 200_000  # vec_changes rows kept; a process further behind reloads the whole matrix
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    memory TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    user_id TEXT, agent_id TEXT, run_id TEXT,
+    role TEXT, actor_id TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL, updated_at TEXT, event_time TEXT, expires_at TEXT,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, created_at);
+CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent_id, created_at);
+CREATE INDEX IF NOT EXISTS memories_run ON memories (run_id, created_at);
+CREATE INDEX IF NOT EXISTS memories_hash ON memories (hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    memory, content='memories', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS vec_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, mem_rowid INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, memory) VALUES (new.rowid, new.memory);
+    INSERT INTO vec_changes (mem_rowid) VALUES (new.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, memory) VALUES ('delete', old.rowid, old.memory);
+    INSERT INTO vec_changes (mem_rowid) VALUES (old.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au_text AFTER UPDATE OF memory ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, memory) VALUES ('delete', old.rowid, old.memory);
+    INSERT INTO memories_fts (rowid, memory) VALUES (new.rowid, new.memory);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au_vec AFTER UPDATE OF embedding ON memories BEGIN
+    INSERT INTO vec_changes (mem_rowid) VALUES (new.rowid);
+END;
+CREATE TABLE IF NOT EXISTS history (
+    id TEXT PRIMARY KEY,
+    memory_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    old_memory TEXT, new_memory TEXT,
+    user_id TEXT, agent_id TEXT, run_id TEXT, actor_id TEXT, role TEXT,
+    created_at TEXT NOT NULL,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS history_memory ON history (memory_id, created_at);
+"""
+
+_COLUMNS = (
+    "id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata, "
+    "created_at, updated_at, event_time, expires_at"
+)
+
+
+def _opt_dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _record(row: sqlite3.Row) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"], memory=row["memory"], hash=row["hash"], memory_type=row["memory_type"],
+        user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
+        role=row["role"], actor_id=row["actor_id"], metadata=json.loads(row["metadata"]),
+        created_at=datetime.fromisoformat(row["created_at"]), updated_at=_opt_dt(row["updated_at"]),
+        event_time=_opt_dt(row["event_time"]), expires_at=_opt_dt(row["expires_at"]),
+    )
+
+
+def _event_row(e: HistoryEvent) -> tuple[Any, ...]:
+    return (
+        e.id, e.memory_id, e.event.value, e.old_memory, e.new_memory, e.user_id, e.agent_id, e.run_id,
+        e.actor_id, e.role, iso(e.created_at), json.dumps(e.details, ensure_ascii=False),
+    )
+
+
+def _delete_event(row: sqlite3.Row, at: datetime) -> HistoryEvent:
+    return HistoryEvent(
+        memory_id=row["id"], event=EventType.DELETE, old_memory=row["memory"], user_id=row["user_id"],
+        agent_id=row["agent_id"], run_id=row["run_id"], actor_id=row["actor_id"], role=row["role"],
+        created_at=at,
+    )
+
+
+class _VectorCache:
+    """This process's copy of the vectors, kept in step with the file through ``vec_changes``."""
+
+    def __init__(self, dims: int) -> None:
+        self.dims = dims
+        self.lock = threading.Lock()
+        self._clear()
+
+    def _clear(self) -> None:
+        dims = self.dims
+        self.seq = 0
+        self.matrix = np.zeros((0, dims), dtype=np.float32)
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.scope_codes = np.zeros((0, 3), dtype=np.int64)
+        self.ids: list[str | None] = []
+        self.slot_of: dict[int, int] = {}
+        self.free: list[int] = []
+        self.codes: list[dict[str, int]] = [{}, {}, {}]
+
+    def _code(self, field: int, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self.codes[field].setdefault(value, len(self.codes[field]))
+
+    def _grow(self, need: int) -> None:
+        cap = len(self.rowids)
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2, 1024)
+        matrix = np.zeros((new_cap, self.dims), dtype=np.float32)
+        matrix[:cap] = self.matrix
+        rowids = np.full(new_cap, -1, dtype=np.int64)
+        rowids[:cap] = self.rowids
+        codes = np.full((new_cap, 3), -2, dtype=np.int64)
+        codes[:cap] = self.scope_codes
+        self.free.extend(range(new_cap - 1, cap - 1, -1))
+        self.ids.extend([None] * (new_cap - cap))
+        self.matrix, self.rowids, self.scope_codes = matrix, rowids, codes
+
+    def _remove(self, rowid: int) -> None:
+        slot = self.slot_of.pop(rowid, None)
+        if slot is not None:
+            self.rowids[slot] = -1
+            self.scope_codes[slot] = -2
+            self.ids[slot] = None
+            self.free.append(slot)
+
+    def _put(self, row: sqlite3.Row) -> None:
+        rowid = int(row["rowid"])
+        slot = self.slot_of.get(rowid)
+        if slot is None:
+            if not self.free:
+                self._grow(len(self.rowids) + 1)
+            slot = self.free.pop()
+            self.slot_of[rowid] = slot
+        self.matrix[slot] = np.frombuffer(row["embedding"], dtype=np.float32)
+        self.rowids[slot] = rowid
+        self.ids[slot] = row["id"]
+        self.scope_codes[slot] = [
+            self._code(0, row["user_id"]), self._code(1, row["agent_id"]), self._code(2, row["run_id"])
+        ]
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Replay changes since the last refresh (call inside a read transaction)."""
+        top, low = conn.execute("SELECT max(seq), min(seq) FROM vec_changes").fetchone()
+        if top is None or top <= self.seq:
+            return
+        query = "SELECT rowid, id, user_id, agent_id, run_id, embedding FROM memories"
+        if self.seq == 0 or low > self.seq + 1:
+            self._clear()  # new, or behind the pruned log: start over
+            for row in conn.execute(query):
+                self._put(row)
+        else:
+            changed = [r[0] for r in conn.execute(
+                "SELECT DISTINCT mem_rowid FROM vec_changes WHERE seq > ?", (self.seq,))]
+            for i in range(0, len(changed), 500):
+                part = changed[i : i + 500]
+                found = set()
+                marks = ",".join("?" * len(part))
+                for row in conn.execute(f"{query} WHERE rowid IN ({marks})", part):
+                    self._put(row)
+                    found.add(int(row["rowid"]))
+                for rowid in set(part) - found:
+                    self._remove(rowid)
+        self.seq = top
+
+    def search(self, scope: Scope, query: Vector, k: int, rowids: set[int] | None) -> list[tuple[str, float]]:
+        """Exact cosine top-k within ``scope`` (and among ``rowids`` when a filter chose them)."""
+        if not self.slot_of:
+            return []
+        if rowids is not None:
+            slots = np.fromiter((self.slot_of[r] for r in rowids if r in self.slot_of), dtype=np.int64)
+            scores = self.matrix[slots] @ query
+        else:
+            mask = self.rowids >= 0
+            for field, value in enumerate((scope.user_id, scope.agent_id, scope.run_id)):
+                if value is not None:
+                    code = self.codes[field].get(value)
+                    if code is None:
+                        return []
+                    mask &= self.scope_codes[:, field] == code
+            slots = np.flatnonzero(mask)
+            scores = self.matrix[slots] @ query
+        if len(slots) == 0:
+            return []
+        take = min(k, len(slots))
+        top = np.argpartition(-scores, take - 1)[:take] if take < len(slots) else np.arange(len(slots))
+        hits = [(str(self.ids[int(slots[i])]), float(scores[i])) for i in top]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+        self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._vec: _VectorCache | None = None
+        self._closed = False
+
+    # -- connections and transactions -------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise StoreError(f"the store at {self.path} is closed")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.create_function("py_casefold", 1, lambda s: s.casefold() if isinstance(s, str) else s,
+                                 deterministic=True)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        self._local.conn = conn
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(
+                f"SQLite store {self.path} stayed locked by another writer for "
+                f"{self.busy_timeout_ms} ms (store.busy_timeout_ms): {exc}"
+            ) from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise StoreError(f"commit to {self.path} failed, nothing was written: {exc}") from exc
+
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._guard(self._tx(True))
+
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._guard(self._tx(False))
+
+    @contextlib.contextmanager
+    def _guard(self, tx: contextlib.AbstractContextManager[sqlite3.Connection]) -> Iterator[sqlite3.Connection]:
+        try:
+            with tx as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path}: {exc}; the operation was rolled back") from exc
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def open(self, embedder: str, dims: int) -> StoreInfo:
+        try:  # executescript commits whatever is open, so the schema gets its own transaction
+            self._conn().executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"cannot create the schema in {self.path}: {exc}") from exc
+        with self._write() as conn:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if not meta:
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("embedder", embedder), ("dims", str(dims)), ("schema_version", SCHEMA_VERSION)],
+                )
+            elif meta.get("embedder") != embedder or meta.get("dims") != str(dims):
+                raise SchemaMismatchError(
+                    f"{self.path} holds vectors from embedder {meta.get('embedder')!r} "
+                    f"({meta.get('dims')} dims) but {embedder!r} ({dims} dims) is configured; "
+                    "configure the same embedder, or use another store path"
+                )
+        self._vec = _VectorCache(dims)
+        return StoreInfo("sqlite", str(self.path), embedder, dims)
+
+    def close(self) -> None:
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._conns:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+    # -- writes -----------------------------------------------------------------------------------
+    def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
+        rows = []
+        for item in memories:
+            r = item.record
+            rows.append((
+                r.id, r.memory, r.hash, r.memory_type.value, r.user_id, r.agent_id, r.run_id, r.role,
+                r.actor_id, json.dumps(r.metadata, ensure_ascii=False), iso(r.created_at),
+                iso(r.updated_at) if r.updated_at else None, iso(r.event_time) if r.event_time else None,
+                iso(r.expires_at) if r.expires_at else None,
+                np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
+            ))
+        with self._write() as conn:
+            conn.executemany(
+                f"INSERT INTO memories ({_COLUMNS}, embedding) VALUES ({','.join('?' * 15)})", rows
+            )
+            conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
+            self._prune(conn)
+
+    def _prune(self, conn: sqlite3.Connection) -> None:
+        top = conn.execute("SELECT max(seq) FROM vec_changes").fetchone()[0] or 0
+        if top % 10_000 < 1 or top > _PRUNE_AT:  # cheap check; delete rarely
+            conn.execute("DELETE FROM vec_changes WHERE seq <= ?", (top - _PRUNE_AT // 2,))
+
+    def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
+        where, params = scope_sql(scope)
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}", [memory_id, *params]
+            ).fetchone()
+            if row is None:
+                return None
+            old = _record(row)
+            sets: dict[str, Any] = {"updated_at": iso(patch.updated_at)}
+            if patch.text is not None:
+                sets["memory"], sets["hash"] = patch.text, patch.hash
+            if patch.vector is not None:
+                sets["embedding"] = np.ascontiguousarray(patch.vector, dtype=np.float32).tobytes()
+            metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
+            sets["metadata"] = json.dumps(metadata, ensure_ascii=False)
+            conn.execute(
+                f"UPDATE memories SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
+                [*sets.values(), memory_id],
+            )
+            new = old.model_copy(update={
+                "memory": patch.text or old.memory, "hash": patch.hash or old.hash,
+                "metadata": metadata, "updated_at": patch.updated_at,
+            })
+            event = HistoryEvent(
+                id=patch.event_id, memory_id=memory_id, event=EventType.UPDATE, old_memory=old.memory,
+                new_memory=new.memory, user_id=old.user_id, agent_id=old.agent_id, run_id=old.run_id,
+                actor_id=old.actor_id, role=old.role, created_at=patch.updated_at,
+                details={"metadata": patch.metadata} if patch.metadata is not None else {},
+            )
+            conn.execute("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _event_row(event))
+        return new
+
+    def _delete_where(self, where: str, params: list[Any], at: datetime) -> list[str]:
+        with self._write() as conn:
+            rows = conn.execute(
+                f"DELETE FROM memories AS m WHERE {where} "
+                "RETURNING id, memory, user_id, agent_id, run_id, actor_id, role", params
+            ).fetchall()
+            conn.executemany(
+                "INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [_event_row(_delete_event(r, at)) for r in rows],
+            )
+            self._prune(conn)
+        return [r["id"] for r in rows]
+
+    def delete(self, memory_ids: Sequence[str], scope: Scope, at: datetime) -> list[str]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        where, params = scope_sql(scope)
+        return self._delete_where(f"m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params], at)
+
+    def delete_scope(self, scope: Scope, at: datetime) -> int:
+        where, params = scope_sql(scope)
+        return len(self._delete_where(where, params, at))
+
+    def reset(self) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM memories")
+            conn.execute("DELETE FROM history")
+
+    # -- reads ------------------------------------------------------------------------------------
+    def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+        if not hashes:
+            return {}
+        where, params = exact_scope_sql(scope)
+        marks = ",".join("?" * len(hashes))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT hash, id FROM memories AS m WHERE m.hash IN ({marks}) AND {where} ORDER BY m.rowid",
+                [*hashes, *params],
+            ).fetchall()
+        found: dict[str, str] = {}
+        for h, mid in rows:
+            found.setdefault(h, mid)
+        return found
+
+    def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
+        where, params = scope_sql(scope)
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}", [memory_id, *params]
+            ).fetchone()
+        return _record(row) if row else None
+
+    def list(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+        where, params = scope_sql(scope)
+        fsql, fparams = filter_sql(flt)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories AS m WHERE {where} AND {fsql} "
+                "ORDER BY m.created_at DESC, m.id LIMIT ?",
+                [*params, *fparams, limit],
+            ).fetchall()
+        return [_record(r) for r in rows]
+
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
+        where, params = scope_sql(scope, alias="h")
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM history AS h WHERE h.memory_id = ? AND {where} ORDER BY h.created_at, h.rowid",
+                [memory_id, *params],
+            ).fetchall()
+        return [
+            HistoryEvent(**{**dict(r), "details": json.loads(r["details"])})
+            for r in rows
+        ]
+
+    def count(self, scope: Scope | None = None) -> int:
+        where, params = scope_sql(scope) if scope else ("1", [])
+        with self._read() as conn:
+            return int(conn.execute(f"SELECT count(*) FROM memories AS m WHERE {where}", params).fetchone()[0])
+
+    def candidates(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
+    ) -> Candidates:
+        if self._vec is None:
+            raise StoreError("store not opened: call open() first")
+        where, params = scope_sql(scope)
+        fsql, fparams = filter_sql(flt)
+        out = Candidates()
+        with self._read() as conn:
+            if vector is not None:
+                allowed: set[int] | None = None
+                if flt is not None:
+                    allowed = {r[0] for r in conn.execute(
+                        f"SELECT m.rowid FROM memories AS m WHERE {where} AND {fsql}", [*params, *fparams])}
+                with self._vec.lock:
+                    self._vec.refresh(conn)
+                    out.vector = self._vec.search(scope, np.asarray(vector, dtype=np.float32), k, allowed)
+            match = fts5_query(text) if text else None
+            if match:
+                out.fulltext = [(r[0], float(r[1])) for r in conn.execute(
+                    "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
+                    "JOIN memories AS m ON m.rowid = memories_fts.rowid "
+                    f"WHERE memories_fts MATCH ? AND {where} AND {fsql} ORDER BY score DESC, m.id LIMIT ?",
+                    [match, *params, *fparams, k],
+                )]
+            ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
+            for i in range(0, len(ids), 500):
+                part = ids[i : i + 500]
+                for row in conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})", part
+                ):
+                    out.records[row["id"]] = _record(row)
+        return out

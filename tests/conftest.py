@@ -1,0 +1,70 @@
+"""Shared fixtures: both storage backends behind one parametrized ``backend`` fixture.
+
+Neo4j comes from ``NEO4J_URI`` (``make test`` starts the bundled launcher and exports it). When no
+server answers, Neo4j tests skip on a laptop but fail under ``CI=true``: CI must never go green
+without having run them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import Memory, MemoryConfig
+from graphmem.embedding import HashingEmbedder
+
+NEO4J_URI = os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687")
+NEO4J_USER = os.environ.get("NEO4J_USER", "neo4j")
+NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "graphmem-test")
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+BACKENDS = ["sqlite", "neo4j"]
+
+
+def neo4j_config() -> dict[str, Any]:
+    return {"provider": "neo4j", "uri": NEO4J_URI, "user": NEO4J_USER, "password": NEO4J_PASSWORD,
+            "connect_timeout_s": 5}
+
+
+@pytest.fixture(scope="session")
+def neo4j_available() -> bool:
+    from neo4j import GraphDatabase
+
+    try:
+        with GraphDatabase.driver(NEO4J_URI, auth=(NEO4J_USER, NEO4J_PASSWORD), connection_timeout=5) as d:
+            d.verify_connectivity()
+        return True
+    except Exception as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true but no Neo4j answers at {NEO4J_URI}: {exc}", pytrace=False)
+        return False
+
+
+def make_config(backend: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    store = {"provider": "sqlite", "path": str(tmp_path / "graphmem.db")} if backend == "sqlite" else neo4j_config()
+    return {"home": str(tmp_path), "store": store, "embedder": {"provider": "hashing"}, **extra}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if name == "neo4j" and not request.getfixturevalue("neo4j_available"):
+        pytest.skip(f"no Neo4j at {NEO4J_URI} (run `make test`, which starts one)")
+    return name
+
+
+@pytest.fixture
+def mem(backend: str, tmp_path: Path) -> Iterator[Memory]:
+    m = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def uid() -> str:
+    """A user id no other test uses, so tests on the shared Neo4j never see each other's data."""
+    return f"u-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,69 @@
+"""The CLI (run as a real subprocess) and AsyncMemory do the same operations as Memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphmem import AsyncMemory, NotFoundError
+
+
+def cli(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing"}
+    proc = subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_cli_mirrors_the_api(tmp_path: Path) -> None:
+    added = json.loads(cli(tmp_path, "add", "I play the cello on Sundays", "-u", "ann",
+                           "--metadata", '{"k": 1}').stdout)
+    mid = added["results"][0]["id"]
+    found = json.loads(cli(tmp_path, "search", "cello", "-u", "ann", "--json").stdout)
+    assert found["results"][0]["id"] == mid
+    listed = json.loads(cli(tmp_path, "list", "-u", "ann", "--json", "--filters", '{"k": {"gte": 1}}').stdout)
+    assert [r["id"] for r in listed["results"]] == [mid]
+    cli(tmp_path, "update", mid, "I play the viola on Sundays", "-u", "ann")
+    assert json.loads(cli(tmp_path, "get", mid, "-u", "ann").stdout)["memory"] == "I play the viola on Sundays"
+    events = json.loads(cli(tmp_path, "history", mid, "-u", "ann").stdout)
+    assert [e["event"] for e in events] == ["ADD", "UPDATE"]
+    denied = cli(tmp_path, "get", mid, "-u", "bob", check=False)
+    assert denied.returncode == 2 and "NotFoundError" in denied.stderr
+    noscope = cli(tmp_path, "search", "cello", check=False)
+    assert noscope.returncode == 2 and "ScopeError" in noscope.stderr
+    assert json.loads(cli(tmp_path, "delete-all", "-u", "ann").stdout)["deleted"] == 1
+    assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    out = cli(tmp_path, "demo", "--home", str(tmp_path / "demo")).stdout
+    assert "stored memories" in out and "search:" in out and "peanuts" in out
+
+
+def test_async_memory(tmp_path: Path) -> None:
+    async def main() -> None:
+        m = AsyncMemory({"home": str(tmp_path), "embedder": {"provider": "hashing"}})
+        added = await m.add("async hello world", user_id="a")
+        mid = added["results"][0]["id"]
+        results = await asyncio.gather(*(m.add(f"parallel {i}", user_id="a") for i in range(8)))
+        assert all(r["results"][0]["event"] == "ADD" for r in results)
+        assert (await m.search("hello", user_id="a"))["results"][0]["id"] == mid
+        assert len((await m.get_all(user_id="a"))["results"]) == 9
+        await m.update(mid, "async goodbye", user_id="a")
+        assert (await m.get(mid, user_id="a"))["memory"] == "async goodbye"
+        assert len(await m.history(mid, user_id="a")) == 2
+        await m.delete(mid, user_id="a")
+        with pytest.raises(NotFoundError):
+            await m.get(mid, user_id="a")
+        assert (await m.delete_all(user_id="a"))["deleted"] == 8
+        await m.close()
+
+    asyncio.run(main())

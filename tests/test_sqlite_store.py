@@ -1,0 +1,58 @@
+"""What only the embedded store has to show: several processes on one file, and schema checks."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from pathlib import Path
+
+import pytest
+
+from graphmem import Memory, SchemaMismatchError
+from graphmem.embedding import HashingEmbedder
+
+
+def _config(path: Path) -> dict[str, object]:
+    return {"store": {"provider": "sqlite", "path": str(path)}, "embedder": {"provider": "hashing"}}
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    with Memory(_config(Path(path))) as m:
+        for i in range(n):
+            m.add(f"process {worker} wrote fact number {i}", user_id="shared", metadata={"w": worker})
+            if i % 10 == 0:
+                m.search(f"fact {i}", user_id="shared")
+
+
+def test_several_processes_write_one_file_without_lock_errors(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    with Memory(_config(db)) as m:  # create the schema, and keep a reader open during the writes
+        m.add("seed", user_id="shared")
+        assert m.search("fact", user_id="shared")["results"]
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=_writer, args=(str(db), w, 40)) for w in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+        assert m.store.count() == 161
+        # this process's vector cache catches up with the other processes' writes
+        top = m.search("process 3 wrote fact number 39", user_id="shared", top_k=1)["results"][0]
+        assert top["memory"] == "process 3 wrote fact number 39"
+        assert m.get_all(user_id="shared", filters={"w": 2}, limit=1000)["results"].__len__() == 40
+
+
+def test_reopening_with_another_embedder_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    Memory(_config(db), embedder=HashingEmbedder(384)).close()
+    with pytest.raises(SchemaMismatchError, match="384"):
+        Memory(_config(db), embedder=HashingEmbedder(256))
+    Memory(_config(db), embedder=HashingEmbedder(384)).close()  # same embedder reopens fine
+
+
+def test_memory_without_config_uses_graphmem_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHMEM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GRAPHMEM_EMBEDDER__PROVIDER", "hashing")
+    with Memory() as m:
+        m.add("hello", user_id="u")
+    assert (tmp_path / "home" / "graphmem.db").exists()
