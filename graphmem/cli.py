@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 from rich.console import Console
@@ -62,7 +62,13 @@ def _records_table(title: str, rows: list[dict[str, Any]], score: bool = False) 
     return table
 
 
-def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+class ScopeArgs(TypedDict):
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+
+
+def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> ScopeArgs:
     return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
 
 

@@ -24,7 +24,9 @@ from .models import iso, parse_datetime
 Op = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"]
 OPERATORS: frozenset[str] = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
 TIME_FIELDS = frozenset({"created_at", "updated_at", "event_time", "expires_at"})
-RECORD_FIELDS = frozenset({"id", "memory_type", "role", "actor_id", "user_id", "agent_id", "run_id", "hash"}) | TIME_FIELDS
+RECORD_FIELDS = (
+    frozenset({"id", "memory_type", "role", "actor_id", "user_id", "agent_id", "run_id", "hash"}) | TIME_FIELDS
+)
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 Scalar = str | int | float | bool | None
 

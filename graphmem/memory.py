@@ -210,7 +210,8 @@ class Memory:
         scope = Scope.of(user_id, agent_id, run_id)
         if data is None and metadata is None:
             raise InvalidInputError("update needs new text (data) and/or metadata")
-        text = clean_text(data, what="data", max_chars=self.config.limits.max_memory_chars) if data is not None else None
+        max_chars = self.config.limits.max_memory_chars
+        text = clean_text(data, what="data", max_chars=max_chars) if data is not None else None
         patch = MemoryPatch(
             updated_at=utcnow(), event_id=new_id(), text=text,
             hash=text_hash(text) if text is not None else None,
@@ -263,7 +264,7 @@ class Memory:
         scope = Scope.of(user_id, agent_id, run_id)
         flt = parse_filters(filters)
         n = self._positive(limit, self.config.limits.get_all_limit, "limit")
-        return {"results": [r.public() for r in self.store.list(scope, flt, n)]}
+        return {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
 
     def history(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None

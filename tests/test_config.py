@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import ConfigError, MemoryConfig
-from graphmem.embedding import HashingEmbedder, create_embedder
 from graphmem.config import EmbedderConfig
+from graphmem.embedding import HashingEmbedder, create_embedder
 
 
 def test_defaults_are_a_working_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

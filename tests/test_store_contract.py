@@ -124,7 +124,7 @@ def _random_filter(rng: random.Random, depth: int = 0) -> dict[str, Any]:
     op = rng.choice(["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"])
     if field == "created_at":
         op = rng.choice(["gt", "gte", "lt", "lte", "eq", "ne"])
-        return {field: {op: "2024-01-0%dT00:00:00+00:00" % rng.randint(1, 6)}}
+        return {field: {op: f"2024-01-0{rng.randint(1, 6)}T00:00:00+00:00"}}
     scalars: list[Any] = [None, True, False, 0, 1, 2, 2.5, "a", "b", "alpha", "ALPHA", "ß", "user", "semantic", "10"]
     if op in ("in", "nin"):
         value: Any = rng.sample([s for s in scalars if s is not None], rng.randint(1, 3))
@@ -163,7 +163,7 @@ def test_filters_agree_with_reference_semantics(mem: Memory, uid: str) -> None:
             if evaluate(flt, {"role": r.role, "memory_type": r.memory_type.value,
                               "created_at": r.created_at}, r.metadata)
         }
-        got = {r.id for r in mem.store.list(scope, flt, 1000)}
+        got = {r.id for r in mem.store.list_memories(scope, flt, 1000)}
         assert got == want, f"filter {spec}"
         checked += len(want)
     assert checked > 500  # the filters selected real rows, not only empty sets
@@ -336,3 +336,24 @@ def test_scale_vector_search_is_exact_enough(mem: Memory, uid: str) -> None:
     assert hits >= 29
     assert mem.delete_all(user_id=uid)["deleted"] == 1500
     assert mem.store.candidates(scope, None, vecs[0], None, 5).vector == []
+
+
+def test_crowded_index_still_finds_the_scopes_matches(mem: Memory, uid: str) -> None:
+    """Another tenant holding hundreds of stronger matches must not hide this scope's few matches
+    from either signal (approximate over-fetch has to fall back to an exact pass)."""
+    crowd = uid + "-crowd"
+    now = datetime.now(UTC)
+    vec = mem.embedder.embed_one("zebra zebra zebra stripes")
+    recs = [MemoryRecord(id=f"{crowd}-{i}", memory=f"zebra zebra zebra stripes {i}", hash=f"h{i}",
+                         user_id=crowd, created_at=now) for i in range(400)]
+    mem.store.insert([NewMemory(r, vec) for r in recs], [])
+    mine = ids(mem.add([{"role": "user", "content": f"one zebra among other notes {i}"} for i in range(3)],
+                       user_id=uid))
+    cands = mem.store.candidates(Scope(user_id=uid), None, vec, "zebra stripes", 5)
+    assert {i for i, _ in cands.fulltext} == set(mine)
+    assert {i for i, _ in cands.vector} == set(mine)
+    flt = parse({"role": "user"})
+    cands = mem.store.candidates(Scope(user_id=uid), flt, vec, "zebra", 2)
+    assert len(cands.fulltext) == 2 and len(cands.vector) == 2
+    assert {i for i, _ in cands.fulltext} <= set(mine)
+    mem.store.delete_scope(Scope(user_id=crowd), now)

@@ -25,11 +25,13 @@ class Embedder(ABC):
         return normalize(self._embed(texts))
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embed([text])[0]
+        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        return row
 
 
 def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     m = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32, copy=False)
+    out: npt.NDArray[np.float32] = (m / norms).astype(np.float32, copy=False)
+    return out

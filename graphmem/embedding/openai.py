@@ -29,11 +29,9 @@ class OpenAIEmbedder(Embedder):
         return int(self._request(["dimension probe"]).shape[1])
 
     def _request(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        kwargs: dict[str, object] = {"model": self.model, "input": list(texts)}
-        if self._dims_param is not None:
-            kwargs["dimensions"] = self._dims_param
+        dims = self._dims_param if self._dims_param is not None else openai.omit
         try:
-            response = self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+            response = self._client.embeddings.create(model=self.model, input=list(texts), dimensions=dims)
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding model {self.model!r} failed: {exc}") from exc
         rows = sorted(response.data, key=lambda d: d.index)

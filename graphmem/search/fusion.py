@@ -38,10 +38,8 @@ def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig) -> list
     for signal, hits in signals.items():
         norm = _normalize(signal, hits, cfg)
         for rank, (mid, raw) in enumerate(hits, start=1):
-            if cfg.fusion == "rrf":
-                part = weights[signal] / (cfg.rrf_k + rank)
-            else:
-                part = weights[signal] * norm[mid] / total
+            rrf = cfg.fusion == "rrf"
+            part = weights[signal] / (cfg.rrf_k + rank) if rrf else weights[signal] * norm[mid] / total
             entry = results.setdefault(mid, Fused(mid, 0.0))
             entry.score += part
             entry.details[signal] = {"raw": raw, "normalized": norm[mid], "rank": rank, "contribution": part}

@@ -105,7 +105,7 @@ class Store(ABC):
         """The memory, or ``None`` when it does not exist *or* lies outside ``scope``."""
 
     @abstractmethod
-    def list(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+    def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         """Memories in scope matching ``flt``, newest first."""
 
     @abstractmethod

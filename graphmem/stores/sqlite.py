@@ -182,7 +182,8 @@ class _VectorCache:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Replay changes since the last refresh (call inside a read transaction)."""
-        top, low = conn.execute("SELECT max(seq), min(seq) FROM vec_changes").fetchone()
+        top, low = conn.execute(  # two subqueries: each is an O(1) b-tree edge lookup
+            "SELECT (SELECT max(seq) FROM vec_changes), (SELECT min(seq) FROM vec_changes)").fetchone()
         if top is None or top <= self.seq:
             return
         query = "SELECT rowid, id, user_id, agent_id, run_id, embedding FROM memories"
@@ -220,7 +221,8 @@ class _VectorCache:
                         return []
                     mask &= self.scope_codes[:, field] == code
             slots = np.flatnonzero(mask)
-            scores = self.matrix[slots] @ query
+            # a gather copies the rows; when the scope is most of the matrix, scoring all is cheaper
+            scores = (self.matrix @ query)[slots] if 4 * len(slots) > len(mask) else self.matrix[slots] @ query
         if len(slots) == 0:
             return []
         take = min(k, len(slots))
@@ -443,7 +445,7 @@ class SQLiteStore(Store):
             ).fetchone()
         return _record(row) if row else None
 
-    def list(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+    def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         where, params = scope_sql(scope)
         fsql, fparams = filter_sql(flt)
         with self._read() as conn:
@@ -471,6 +473,58 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return int(conn.execute(f"SELECT count(*) FROM memories AS m WHERE {where}", params).fetchone()[0])
 
+    def _vector_hits(
+        self, conn: sqlite3.Connection, scope: Scope, flt: Filter | None, vector: Vector, k: int
+    ) -> list[tuple[str, float]]:
+        """Exact top-k by cosine. With a filter, first check the best ``8k`` in score order (cheap
+        when the filter keeps most rows); only when that leaves fewer than ``k`` does it score the
+        filter's full row set."""
+        assert self._vec is not None
+        with self._vec.lock:
+            self._vec.refresh(conn)
+            if flt is None:
+                return self._vec.search(scope, vector, k, None)
+            wide = self._vec.search(scope, vector, 8 * k, None)
+        where, params = scope_sql(scope)
+        fsql, fparams = filter_sql(flt)
+        marks = ",".join("?" * len(wide))
+        passing = {r[0] for r in conn.execute(
+            f"SELECT m.id FROM memories AS m WHERE m.id IN ({marks}) AND {where} AND {fsql}",
+            [*(i for i, _ in wide), *params, *fparams])} if wide else set()
+        if len(passing) >= k or len(wide) < 8 * k:
+            return [h for h in wide if h[0] in passing][:k]
+        allowed = {r[0] for r in conn.execute(
+            f"SELECT m.rowid FROM memories AS m WHERE {where} AND {fsql}", [*params, *fparams])}
+        with self._vec.lock:
+            return self._vec.search(scope, vector, k, allowed)
+
+    @staticmethod
+    def _fulltext_hits(
+        conn: sqlite3.Connection, match: str, where: str, params: list[Any], fsql: str, k: int
+    ) -> list[tuple[str, float]]:
+        """Top-k by BM25 among rows in scope passing the filter.
+
+        FTS5 ranks fastest alone (``ORDER BY rank LIMIT``), so it first ranks the best ``8k`` matches
+        of the whole table and applies scope and filter to those; only when that leaves fewer than
+        ``k`` while more matches exist does it rank every match in scope.
+        """
+        wide = conn.execute(
+            "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
+            [match, 8 * k],
+        ).fetchall()
+        scores = {int(r[0]): float(r[1]) for r in wide}
+        rows: list[tuple[str, float]] = []
+        if scores:
+            marks = ",".join("?" * len(scores))
+            rows = [(r[1], scores[r[0]]) for r in conn.execute(
+                f"SELECT m.rowid, m.id FROM memories AS m WHERE m.rowid IN ({marks}) AND {where} AND {fsql}",
+                [*scores, *params])]
+        if len(rows) < k and len(wide) == 8 * k:  # the cut may have hidden matches in scope
+            rows = [(r[0], float(r[1])) for r in conn.execute(
+                "SELECT m.id, -rank FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {where} AND {fsql}", [match, *params])]
+        return sorted(rows, key=lambda h: (-h[1], h[0]))[:k]
+
     def candidates(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
     ) -> Candidates:
@@ -481,21 +535,10 @@ class SQLiteStore(Store):
         out = Candidates()
         with self._read() as conn:
             if vector is not None:
-                allowed: set[int] | None = None
-                if flt is not None:
-                    allowed = {r[0] for r in conn.execute(
-                        f"SELECT m.rowid FROM memories AS m WHERE {where} AND {fsql}", [*params, *fparams])}
-                with self._vec.lock:
-                    self._vec.refresh(conn)
-                    out.vector = self._vec.search(scope, np.asarray(vector, dtype=np.float32), k, allowed)
+                out.vector = self._vector_hits(conn, scope, flt, np.asarray(vector, dtype=np.float32), k)
             match = fts5_query(text) if text else None
             if match:
-                out.fulltext = [(r[0], float(r[1])) for r in conn.execute(
-                    "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts "
-                    "JOIN memories AS m ON m.rowid = memories_fts.rowid "
-                    f"WHERE memories_fts MATCH ? AND {where} AND {fsql} ORDER BY score DESC, m.id LIMIT ?",
-                    [match, *params, *fparams, k],
-                )]
+                out.fulltext = self._fulltext_hits(conn, match, where, [*params, *fparams], fsql, k)
             ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
             for i in range(0, len(ids), 500):
                 part = ids[i : i + 500]

@@ -12,15 +12,36 @@ import re
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
 
+# Function words dropped from *queries* (not from the index): they match nearly every document, so
+# they add almost nothing to BM25 but make the engine walk every posting list. Lucene's English
+# analyzer drops its own stop set at index time already.
+STOPWORDS = frozenset(
+    # Lucene's English stop set
+    """
+    a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with
+    """.split()
+    # pronouns, question words, auxiliaries and contraction stubs
+    + """
+    i me my mine myself we us our ours you your yours he him his she her hers its them what which
+    who whom whose when where why how do does did doing done have has had having am were been being
+    can could would should shall may might must about from up down out over under again further once
+    here all any both each few more most other some so than too very just also s t don didn doesn ll
+    ve re d m o y
+    """.split()
+)
+
 
 def query_terms(text: str) -> list[str]:
-    """Distinct lower-cased word terms in first-seen order, at most :data:`MAX_TERMS`."""
+    """Distinct lower-cased content terms in first-seen order, at most :data:`MAX_TERMS`.
+
+    Stopwords are dropped unless the query has nothing else.
+    """
     seen: dict[str, None] = {}
     for match in _WORD.finditer(text.casefold()):
         seen.setdefault(match.group(), None)
-        if len(seen) >= MAX_TERMS:
-            break
-    return list(seen)
+    terms = [t for t in seen if t not in STOPWORDS] or list(seen)
+    return terms[:MAX_TERMS]
 
 
 def fts5_query(text: str) -> str | None:
