@@ -32,12 +32,15 @@ class OpenAIEmbedder(Embedder):
         dims = self._dims_param if self._dims_param is not None else openai.omit
         try:
             response = self._client.embeddings.create(model=self.model, input=list(texts), dimensions=dims)
+            rows = sorted(response.data, key=lambda d: d.index)
+            matrix = np.asarray([r.embedding for r in rows], dtype=np.float32)
         except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding model {self.model!r} failed: {exc}") from exc
-        rows = sorted(response.data, key=lambda d: d.index)
-        if len(rows) != len(texts):
+            raise EmbeddingError(f"embedding model {self.model!r} at {self._client.base_url} failed: {exc}") from exc
+        except (ValueError, TypeError, AttributeError) as exc:  # a body that is not an embeddings response
+            raise EmbeddingError(f"embedding endpoint {self._client.base_url} sent a malformed response: {exc}") from exc
+        if matrix.ndim != 2 or len(matrix) != len(texts):
             raise EmbeddingError(f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts")
-        return np.asarray([r.embedding for r in rows], dtype=np.float32)
+        return matrix
 
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         parts = [self._request(texts[i : i + self._batch]) for i in range(0, len(texts), self._batch)]
