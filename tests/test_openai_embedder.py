@@ -47,7 +47,7 @@ def test_retries_then_fails_with_typed_error(server: StandinServer) -> None:
     server.embed_script.extend([Reply(status=500)])
     assert emb.embed(["recovers after one 500"]).shape == (1, 48)
     server.embed_script.extend([Reply(status=429), Reply(status=429)])
-    with pytest.raises(EmbeddingError, match="429|rate"):
+    with pytest.raises(EmbeddingError, match=r"429|rate"):
         emb.embed(["still limited"])
     server.embed_script.append(Reply(raw_body="{not json"))
     with pytest.raises(EmbeddingError):

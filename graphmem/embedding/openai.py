@@ -37,7 +37,7 @@ class OpenAIEmbedder(Embedder):
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding model {self.model!r} at {self._client.base_url} failed: {exc}") from exc
         except (ValueError, TypeError, AttributeError) as exc:  # a body that is not an embeddings response
-            raise EmbeddingError(f"embedding endpoint {self._client.base_url} sent a malformed response: {exc}") from exc
+            raise EmbeddingError(f"{self._client.base_url} sent a malformed embeddings response: {exc}") from exc
         if matrix.ndim != 2 or len(matrix) != len(texts):
             raise EmbeddingError(f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts")
         return matrix

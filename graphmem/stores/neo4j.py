@@ -55,6 +55,11 @@ T = TypeVar("T")
 SCHEMA_VERSION: Final = 1
 MD_PREFIX: Final = "md."
 MDX_PREFIX: Final = "mdx."
+MDFOLD_PREFIX: Final = "mdfold."
+FOLD_PREFIX: Final = "fold."
+_MIRROR_PREFIXES: Final = (MD_PREFIX, MDX_PREFIX, MDFOLD_PREFIX)
+_FOLDED_FIELDS: Final = ("role", "actor_id", "user_id", "agent_id", "run_id")
+"""Record fields whose values come from callers, so may hold characters that ``toLower`` keeps."""
 DATA_LABELS: Final = ("Memory", "HistoryEvent", "Entity")
 """Every label graphmem writes data under; :meth:`Neo4jStore.reset` empties all of them."""
 
@@ -171,14 +176,25 @@ def _want_tag(op: str, want: Any) -> str | None:
     return None
 
 
+def _needs_fold(text: str) -> bool:
+    """``casefold`` differs from ``lower`` (and so from Cypher's ``toLower``): ß, ligatures, ς, …"""
+    return text.casefold() != text.lower()
+
+
 def mirror_properties(metadata: dict[str, Any]) -> dict[str, Any]:
-    """The ``md.*``/``mdx.*`` properties for ``metadata`` (already JSON-normalized)."""
+    """The ``md.*``/``mdx.*``/``mdfold.*`` properties for ``metadata`` (already JSON-normalized).
+
+    ``mdfold.<key>`` holds the case-folded string (or list) only where folding differs from
+    lower-casing, so ``icontains`` matches Python's ``casefold`` semantics without doubling storage.
+    """
     props: dict[str, Any] = {}
     for key, value in metadata.items():
         if value is None:
             continue  # a null value is treated as missing by filters, so store nothing
         if _scalar_kind(value) is not None:
             props[MD_PREFIX + key] = value
+            if isinstance(value, str) and _needs_fold(value):
+                props[MDFOLD_PREFIX + key] = value.casefold()
             continue
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**1023:
             # Beyond 64 bits Neo4j has no integer: compare as a float, exact whenever the value is
@@ -189,6 +205,8 @@ def mirror_properties(metadata: dict[str, Any]) -> dict[str, Any]:
             kinds = {_scalar_kind(v) for v in value}
             if len(kinds) <= 1 and None not in kinds:
                 props[MD_PREFIX + key] = list(value)
+                if kinds == {"str"} and any(_needs_fold(v) for v in value):
+                    props[MDFOLD_PREFIX + key] = [v.casefold() for v in value]
                 continue
             props[MDX_PREFIX + key] = [t for v in value for t in _element_tags(v)]
         else:
@@ -260,14 +278,16 @@ def _condition(cond: Cond, var: str, params: _Params) -> str:
             raise InvalidInputError(f"unknown record field {cond.field!r}")
         if cond.field in TIME_FIELDS:
             return _time_condition(cond, f"{var}.{cond.field}", params)
-        return _value_condition(cond.op, cond.value, f"{var}.{cond.field}", None, params)
+        folded = f"{var}.`{FOLD_PREFIX}{cond.field}`" if cond.field in _FOLDED_FIELDS else None
+        return _value_condition(cond.op, cond.value, f"{var}.{cond.field}", None, folded, params)
     value = f"{var}[{params.add(MD_PREFIX + cond.field)}]"
     opaque = f"{var}[{params.add(MDX_PREFIX + cond.field)}]"
-    return _value_condition(cond.op, cond.value, value, opaque, params)
+    folded = f"{var}[{params.add(MDFOLD_PREFIX + cond.field)}]"
+    return _value_condition(cond.op, cond.value, value, opaque, folded, params)
 
 
-def _value_condition(op: str, want: Any, a: str, x: str | None, params: _Params) -> str:
-    """Condition on a mirrored value ``a`` (and, for metadata, its unmirrorable form ``x``)."""
+def _value_condition(op: str, want: Any, a: str, x: str | None, f: str | None, params: _Params) -> str:
+    """Condition on a mirrored value ``a``, its unmirrorable form ``x`` and case-folded form ``f``."""
     present = f"{a} IS NOT NULL" + (f" OR {x} IS NOT NULL" if x is not None else "")
     if op in ("eq", "ne") and want is None:
         return f"({present})" if op == "ne" else f"(NOT ({present}))"
@@ -279,7 +299,7 @@ def _value_condition(op: str, want: Any, a: str, x: str | None, params: _Params)
         hit = f"coalesce({a} IN {params.add(values)}, false)" if values else params.add(False)
         return hit if op == "in" else f"(NOT {hit})"
     if op in ("contains", "icontains"):
-        return _contains(op, want, a, x, params)
+        return _contains(op, want, a, x, f, params)
     cmp = _ORDER_OPS[op]
     if isinstance(want, str):
         guard = f"{a} IS :: STRING NOT NULL"
@@ -288,15 +308,17 @@ def _value_condition(op: str, want: Any, a: str, x: str | None, params: _Params)
     return f"coalesce({guard} AND {a} {cmp} {params.add(_param_value(want))}, false)"
 
 
-def _contains(op: str, want: Any, a: str, x: str | None, params: _Params) -> str:
+def _contains(op: str, want: Any, a: str, x: str | None, f: str | None, params: _Params) -> str:
     """Substring test on a string, membership test on a list, false on anything else."""
     if isinstance(want, str):
         w = params.add(want)
         if op == "contains":
             on_string, on_list = f"{a} CONTAINS {w}", f"{w} IN {a}"
-        else:  # want is already case-folded by the parser
-            on_string = f"toLower({a}) CONTAINS {w}"
-            on_list = f"any(_x IN {a} WHERE _x IS :: STRING NOT NULL AND toLower(_x) = {w})"
+        else:  # want is already case-folded by the parser; f holds casefold() where lower() differs
+            lowered = f"toLower({a})" if f is None else f"coalesce({f}, toLower({a}))"
+            on_string = f"{lowered} CONTAINS {w}"
+            any_lower = f"any(_x IN {a} WHERE _x IS :: STRING NOT NULL AND toLower(_x) = {w})"
+            on_list = any_lower if f is None else f"CASE WHEN {f} IS NULL THEN {any_lower} ELSE {w} IN {f} END"
     else:
         on_string, on_list = params.add(False), f"{params.add(_param_value(want))} IN {a}"
     expr = (
@@ -669,6 +691,10 @@ class Neo4jStore(Store):
             "expires_at": to_utc(rec.expires_at) if rec.expires_at else None,
         }
         props = {k: v for k, v in props.items() if v is not None}
+        for name in _FOLDED_FIELDS:
+            value = props.get(name)
+            if isinstance(value, str) and _needs_fold(value):
+                props[FOLD_PREFIX + name] = value.casefold()
         props.update(mirror_properties(metadata))
         return {"props": props, "vec": self._vector(new.vector, f"embedding of memory {rec.id}")}
 
@@ -700,7 +726,7 @@ class Neo4jStore(Store):
             f"MATCH (m:Memory {{id: $id}}) WHERE {where} "
             "SET m._lock = true REMOVE m._lock "
             f"RETURN {_MEMORY_PROJ} AS rec, "
-            f"[k IN keys(m) WHERE k STARTS WITH '{MD_PREFIX}' OR k STARTS WITH '{MDX_PREFIX}'] AS mirrored"
+            "[k IN keys(m) WHERE " + " OR ".join(f"k STARTS WITH '{p}'" for p in _MIRROR_PREFIXES) + "] AS mirrored"
         )
         if vec is None:
             vector_clause = ""
