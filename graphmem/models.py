@@ -175,30 +175,84 @@ class HistoryEvent(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def norm_name(name: str) -> str:
+    """The key entity names are matched on: compatibility-folded, case-folded, single-spaced."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
 class Entity(BaseModel):
-    """A node of the knowledge graph, one per real-world thing within a scope."""
+    """A node of the knowledge graph: one per real-world thing within a scope."""
 
     id: str = Field(default_factory=new_id)
     name: str
     classes: list[str] = Field(default_factory=list)
+    """Ontology class IRIs (most specific known)."""
     aliases: list[str] = Field(default_factory=list)
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return norm_name(self.name)
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Relation(BaseModel):
-    """A typed edge between two entities, with provenance (supporting memories) and validity."""
+    """A typed fact about an entity: an edge to another entity or a literal value, with provenance
+    (the memories that support it) and validity (``valid_to`` is set when a newer fact supersedes it)."""
 
     id: str = Field(default_factory=new_id)
     source_id: str
     relation: str
-    target_id: str
+    """Ontology property IRI."""
+    target_id: str | None = None
+    value: str | None = None
+    """Lexical form of a literal object (datatype properties)."""
+    datatype: str | None = None
     memory_ids: list[str] = Field(default_factory=list)
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    @model_validator(mode="after")
+    def _one_object(self) -> Relation:
+        if (self.target_id is None) == (self.value is None):
+            raise ValueError("a relation has either a target entity or a literal value")
+        return self
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class QuarantineEntry(BaseModel):
+    """A triple the guard refused, kept with its reasons so nothing rejected is lost."""
+
+    id: str = Field(default_factory=new_id)
+    triple: dict[str, Any]
+    """The triple as given (source, relation, target, types, valid_from), plus resolved IRIs."""
+    reasons: list[dict[str, Any]]
+    """SHACL results (focus node, path, value, constraint, severity, message) or graphmem's own."""
+    memory_ids: list[str] = Field(default_factory=list)
+    ontology: str = ""
+    """Fingerprint of the ontology and shapes that rejected it."""
+    status: str = "quarantined"
+    """``quarantined`` or ``released`` (a later recheck passed and wrote it)."""
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    released_at: datetime | None = None
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Message(BaseModel):

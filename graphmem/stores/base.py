@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..filters import Filter
-from ..models import HistoryEvent, MemoryRecord, Scope
+from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
 
 Vector = npt.NDArray[np.float32]
 
@@ -70,6 +70,53 @@ class Candidates:
 
 
 @dataclass(frozen=True)
+class NewEntity:
+    entity: Entity
+    vector: Vector
+    """Embedding of the entity's name, for resolution and query linking."""
+
+
+@dataclass
+class GraphWrite:
+    """Everything one logical write changes, applied by :meth:`Store.write` in one transaction."""
+
+    memories: list[NewMemory] = field(default_factory=list)
+    entities: list[NewEntity] = field(default_factory=list)
+    """New entity nodes."""
+    entity_updates: list[Entity] = field(default_factory=list)
+    """Existing entities whose ``classes``/``aliases`` grew (the lists given replace the stored ones)."""
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    """(memory id, entity id) pairs."""
+    relations: list[Relation] = field(default_factory=list)
+    """Facts to add. When an open fact with the same source, relation and object exists, the store
+    adds the new memory ids to its provenance instead of creating a second edge (inside the
+    transaction, so concurrent writers cannot create twins)."""
+    closes: list[tuple[str, datetime]] = field(default_factory=list)
+    """(relation id, valid_to): superseded facts, kept for history and ``as_of`` queries."""
+    quarantine: list[QuarantineEntry] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    """Quarantine entries whose triples this write stores after a passing recheck."""
+    events: list[HistoryEvent] = field(default_factory=list)
+
+
+@dataclass
+class WriteResult:
+    added: list[str] = field(default_factory=list)
+    """Ids of relations created."""
+    merged: list[str] = field(default_factory=list)
+    """Ids of existing open relations that gained provenance instead."""
+
+
+@dataclass
+class GraphContext:
+    """What the guard needs to judge new facts about some entities: their stored types and facts."""
+
+    entities: dict[str, Entity] = field(default_factory=dict)
+    relations: list[Relation] = field(default_factory=list)
+    """Open facts whose source or target is one of the entities."""
+
+
+@dataclass(frozen=True)
 class StoreInfo:
     """Facts about an opened store, recorded at creation so a mismatched embedder is caught."""
 
@@ -117,11 +164,17 @@ class Store(ABC):
 
     @abstractmethod
     def delete(self, memory_ids: Sequence[str], scope: Scope, at: datetime) -> list[str]:
-        """Delete the given memories that are in scope, with a DELETE event each; return their ids."""
+        """Delete the given memories that are in scope, with a DELETE event each; return their ids.
+
+        In the same transaction the graph forgets what only they supported: their mentions, their
+        ids in relation provenance, relations left without support, and entities left with no
+        mention and no relation.
+        """
 
     @abstractmethod
     def delete_scope(self, scope: Scope, at: datetime) -> int:
-        """Delete every memory in scope (and only those), with DELETE events; return how many."""
+        """Delete every memory, entity, relation and quarantine entry in scope (and only those),
+        with DELETE events for the memories; return how many memories."""
 
     @abstractmethod
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
@@ -138,10 +191,31 @@ class Store(ABC):
     ) -> Candidates:
         """Top-``k`` ids by vector similarity and by full-text relevance, in one round trip."""
 
+    # -- the knowledge graph ----------------------------------------------------------------------
+    @abstractmethod
+    def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
+        """Apply a whole logical write atomically. ``scope`` is the exact scope of everything new."""
+
+    @abstractmethod
+    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+        """Entities in exactly this scope whose normalized name or alias is one of ``keys``."""
+
+    @abstractmethod
+    def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+        """The given entities (in scope) and every open fact touching them."""
+
+    @abstractmethod
+    def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
+        """Facts in scope (optionally only those a memory supports), oldest first."""
+
+    @abstractmethod
+    def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
+        """Quarantine entries in scope, oldest first (``status=None``: all)."""
+
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:
         """Memories in scope (``None``: all tenants, for administration and benchmarks)."""
 
     @abstractmethod
     def reset(self) -> None:
-        """Delete everything of every tenant, including history; keep the schema."""
+        """Delete everything of every tenant, including history and the graph; keep the schema."""

@@ -26,8 +26,20 @@ import numpy as np
 
 from ..errors import SchemaMismatchError, StoreError, StoreUnavailableError
 from ..filters import Filter
-from ..models import EventType, HistoryEvent, MemoryRecord, Scope, iso
-from .base import Candidates, MemoryPatch, NewMemory, Store, StoreInfo, Vector, merge_patch
+from ..models import Entity, EventType, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso
+from . import sqlite_graph as graph
+from .base import (
+    Candidates,
+    GraphContext,
+    GraphWrite,
+    MemoryPatch,
+    NewMemory,
+    Store,
+    StoreInfo,
+    Vector,
+    WriteResult,
+    merge_patch,
+)
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
 from .text import fts5_query
 
@@ -307,7 +319,7 @@ class SQLiteStore(Store):
     # -- lifecycle --------------------------------------------------------------------------------
     def open(self, embedder: str, dims: int) -> StoreInfo:
         try:  # executescript commits whatever is open, so the schema gets its own transaction
-            self._conn().executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+            self._conn().executescript("BEGIN IMMEDIATE;" + _SCHEMA + graph.SCHEMA + "COMMIT;")
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"cannot create the schema in {self.path}: {exc}") from exc
         with self._write() as conn:
@@ -337,6 +349,15 @@ class SQLiteStore(Store):
 
     # -- writes -----------------------------------------------------------------------------------
     def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
+        with self._write() as conn:
+            self._insert(conn, memories, events)
+
+    def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
+        with self._write() as conn:
+            self._insert(conn, change.memories, change.events)
+            return graph.write_graph(conn, change)
+
+    def _insert(self, conn: sqlite3.Connection, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
         rows = []
         for item in memories:
             r = item.record
@@ -347,12 +368,9 @@ class SQLiteStore(Store):
                 iso(r.expires_at) if r.expires_at else None,
                 np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
             ))
-        with self._write() as conn:
-            conn.executemany(
-                f"INSERT INTO memories ({_COLUMNS}, embedding) VALUES ({','.join('?' * 15)})", rows
-            )
-            conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
-            self._prune(conn)
+        conn.executemany(f"INSERT INTO memories ({_COLUMNS}, embedding) VALUES ({','.join('?' * 15)})", rows)
+        conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
+        self._prune(conn)
 
     def _prune(self, conn: sqlite3.Connection) -> None:
         top = conn.execute("SELECT max(seq) FROM vec_changes").fetchone()[0] or 0
@@ -392,17 +410,16 @@ class SQLiteStore(Store):
             conn.execute("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _event_row(event))
         return new
 
-    def _delete_where(self, where: str, params: list[Any], at: datetime) -> list[str]:
-        with self._write() as conn:
-            rows = conn.execute(
-                f"DELETE FROM memories AS m WHERE {where} "
-                "RETURNING id, memory, user_id, agent_id, run_id, actor_id, role", params
-            ).fetchall()
-            conn.executemany(
-                "INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [_event_row(_delete_event(r, at)) for r in rows],
-            )
-            self._prune(conn)
+    def _delete_where(self, conn: sqlite3.Connection, where: str, params: list[Any], at: datetime) -> list[str]:
+        rows = conn.execute(
+            f"DELETE FROM memories AS m WHERE {where} "
+            "RETURNING id, memory, user_id, agent_id, run_id, actor_id, role", params
+        ).fetchall()
+        conn.executemany(
+            "INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [_event_row(_delete_event(r, at)) for r in rows],
+        )
+        self._prune(conn)
         return [r["id"] for r in rows]
 
     def delete(self, memory_ids: Sequence[str], scope: Scope, at: datetime) -> list[str]:
@@ -410,16 +427,43 @@ class SQLiteStore(Store):
         if not ids:
             return []
         where, params = scope_sql(scope)
-        return self._delete_where(f"m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params], at)
+        with self._write() as conn:
+            deleted = self._delete_where(conn, f"m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params], at)
+            graph.forget_memories(conn, deleted)
+        return deleted
 
     def delete_scope(self, scope: Scope, at: datetime) -> int:
         where, params = scope_sql(scope)
-        return len(self._delete_where(where, params, at))
+        with self._write() as conn:
+            deleted = self._delete_where(conn, where, params, at)
+            graph.forget_memories(conn, deleted)
+            graph.delete_graph_scope(conn, scope)
+        return len(deleted)
 
     def reset(self) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM memories")
             conn.execute("DELETE FROM history")
+            graph.reset_graph(conn)
+
+    # -- graph reads ------------------------------------------------------------------------------
+    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+        with self._read() as conn:
+            return graph.find_entities(conn, scope, list(dict.fromkeys(keys)))
+
+    def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+        with self._read() as conn:
+            return graph.graph_context(conn, scope, entity_ids)
+
+    def relations(
+        self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True
+    ) -> list[Relation]:
+        with self._read() as conn:
+            return graph.relations(conn, scope, memory_id, include_closed)
+
+    def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
+        with self._read() as conn:
+            return graph.quarantined(conn, scope, status)
 
     # -- reads ------------------------------------------------------------------------------------
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:

@@ -1,0 +1,306 @@
+"""The knowledge-graph half of the SQLite store: entities, facts, provenance, mentions, quarantine.
+
+Functions here run inside a transaction that :class:`~graphmem.stores.sqlite.SQLiteStore` opened,
+so a memory and the graph facts it supports are written, or forgotten, together.
+
+Provenance is a table (``relation_support``) rather than a JSON list, so "which facts does this
+memory support" is an index lookup and removing a memory's support is one statement.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..models import Entity, QuarantineEntry, Relation, Scope, iso, norm_name
+from .base import GraphContext, GraphWrite, WriteResult
+from .sqlite_sql import exact_scope_sql, scope_sql
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    classes TEXT NOT NULL DEFAULT '[]',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    user_id TEXT, agent_id TEXT, run_id TEXT,
+    created_at TEXT NOT NULL, updated_at TEXT,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS entities_user ON entities (user_id);
+CREATE INDEX IF NOT EXISTS entities_agent ON entities (agent_id);
+CREATE INDEX IF NOT EXISTS entities_run ON entities (run_id);
+CREATE TABLE IF NOT EXISTS entity_keys (
+    entity_id TEXT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    PRIMARY KEY (key, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_keys_entity ON entity_keys (entity_id);
+CREATE TABLE IF NOT EXISTS relations (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    source_id TEXT NOT NULL REFERENCES entities (id),
+    relation TEXT NOT NULL,
+    target_id TEXT REFERENCES entities (id),
+    value TEXT, datatype TEXT,
+    valid_from TEXT, valid_to TEXT, created_at TEXT NOT NULL,
+    user_id TEXT, agent_id TEXT, run_id TEXT
+);
+CREATE INDEX IF NOT EXISTS relations_source ON relations (source_id, relation);
+CREATE INDEX IF NOT EXISTS relations_target ON relations (target_id);
+CREATE INDEX IF NOT EXISTS relations_user ON relations (user_id);
+CREATE TABLE IF NOT EXISTS relation_support (
+    relation_id TEXT NOT NULL REFERENCES relations (id) ON DELETE CASCADE,
+    memory_id TEXT NOT NULL,
+    PRIMARY KEY (relation_id, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relation_support_memory ON relation_support (memory_id);
+CREATE TABLE IF NOT EXISTS mentions (
+    memory_id TEXT NOT NULL,
+    entity_id TEXT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+    PRIMARY KEY (memory_id, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_entity ON mentions (entity_id);
+CREATE TABLE IF NOT EXISTS quarantine (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    triple TEXT NOT NULL, reasons TEXT NOT NULL, memory_ids TEXT NOT NULL DEFAULT '[]',
+    ontology TEXT NOT NULL, status TEXT NOT NULL,
+    user_id TEXT, agent_id TEXT, run_id TEXT,
+    created_at TEXT NOT NULL, released_at TEXT
+);
+CREATE INDEX IF NOT EXISTS quarantine_user ON quarantine (user_id, status);
+"""
+
+_REL_COLUMNS = "r.id, r.source_id, r.relation, r.target_id, r.value, r.datatype, r.valid_from, r.valid_to, " \
+    "r.created_at, r.user_id, r.agent_id, r.run_id"
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _entity(row: sqlite3.Row) -> Entity:
+    return Entity(
+        id=row["id"], name=row["name"], classes=json.loads(row["classes"]), aliases=json.loads(row["aliases"]),
+        user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
+        created_at=datetime.fromisoformat(row["created_at"]), updated_at=_dt(row["updated_at"]),
+    )
+
+
+def _relations(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[Relation]:
+    rows = conn.execute(f"SELECT {_REL_COLUMNS} FROM relations AS r WHERE {where} ORDER BY r.rowid", params).fetchall()
+    support: dict[str, list[str]] = {r["id"]: [] for r in rows}
+    ids = list(support)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for rid, mid in conn.execute(
+            f"SELECT relation_id, memory_id FROM relation_support WHERE relation_id IN ({_marks(len(part))}) "
+            "ORDER BY relation_id, memory_id", part,
+        ):
+            support[rid].append(mid)
+    return [
+        Relation(
+            id=r["id"], source_id=r["source_id"], relation=r["relation"], target_id=r["target_id"], value=r["value"],
+            datatype=r["datatype"], memory_ids=support[r["id"]], valid_from=_dt(r["valid_from"]),
+            valid_to=_dt(r["valid_to"]), created_at=datetime.fromisoformat(r["created_at"]),
+            user_id=r["user_id"], agent_id=r["agent_id"], run_id=r["run_id"],
+        )
+        for r in rows
+    ]
+
+
+def _entity_keys(entity: Entity) -> set[str]:
+    return {norm_name(entity.name), *(norm_name(a) for a in entity.aliases)}
+
+
+def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
+    """Apply the graph part of a :class:`GraphWrite` (memories and events are the caller's)."""
+    for item in change.entities:
+        e = item.entity
+        conn.execute(
+            "INSERT INTO entities (id, name, classes, aliases, user_id, agent_id, run_id, created_at, updated_at, "
+            "embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (e.id, e.name, json.dumps(e.classes), json.dumps(e.aliases, ensure_ascii=False), e.user_id, e.agent_id,
+             e.run_id, iso(e.created_at), None, np.ascontiguousarray(item.vector, dtype=np.float32).tobytes()),
+        )
+        conn.executemany("INSERT OR IGNORE INTO entity_keys (entity_id, key) VALUES (?, ?)",
+                         [(e.id, k) for k in _entity_keys(e)])
+    for e in change.entity_updates:
+        conn.execute(
+            "UPDATE entities SET classes = ?, aliases = ?, updated_at = ? WHERE id = ?",
+            (json.dumps(e.classes), json.dumps(e.aliases, ensure_ascii=False),
+             iso(e.updated_at) if e.updated_at else None, e.id),
+        )
+        conn.executemany("INSERT OR IGNORE INTO entity_keys (entity_id, key) VALUES (?, ?)",
+                         [(e.id, k) for k in _entity_keys(e)])
+    conn.executemany("INSERT OR IGNORE INTO mentions (memory_id, entity_id) VALUES (?, ?)", change.mentions)
+    result = WriteResult()
+    for rel in change.relations:
+        twin = conn.execute(
+            "SELECT id FROM relations WHERE source_id = ? AND relation = ? AND target_id IS ? AND value IS ? "
+            "AND datatype IS ? AND valid_to IS NULL",
+            (rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype),
+        ).fetchone()
+        if twin is None:
+            conn.execute(
+                "INSERT INTO relations (id, source_id, relation, target_id, value, datatype, valid_from, valid_to, "
+                "created_at, user_id, agent_id, run_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (rel.id, rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype,
+                 iso(rel.valid_from) if rel.valid_from else None, iso(rel.valid_to) if rel.valid_to else None,
+                 iso(rel.created_at), rel.user_id, rel.agent_id, rel.run_id),
+            )
+            rid = rel.id
+            result.added.append(rid)
+        else:
+            rid = twin[0]
+            result.merged.append(rid)
+        conn.executemany("INSERT OR IGNORE INTO relation_support (relation_id, memory_id) VALUES (?, ?)",
+                         [(rid, m) for m in rel.memory_ids])
+    conn.executemany("UPDATE relations SET valid_to = ? WHERE id = ? AND valid_to IS NULL",
+                     [(iso(at), rid) for rid, at in change.closes])
+    for q in change.quarantine:
+        conn.execute(
+            "INSERT INTO quarantine (id, triple, reasons, memory_ids, ontology, status, user_id, agent_id, run_id, "
+            "created_at, released_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (q.id, json.dumps(q.triple, ensure_ascii=False, default=str),
+             json.dumps(q.reasons, ensure_ascii=False, default=str), json.dumps(q.memory_ids), q.ontology, q.status,
+             q.user_id, q.agent_id, q.run_id, iso(q.created_at), None),
+        )
+    if change.released:
+        now = max((e.created_at for e in change.events), default=None)
+        conn.executemany("UPDATE quarantine SET status = 'released', released_at = ? WHERE id = ?",
+                         [(iso(now) if now else None, q) for q in change.released])
+    return result
+
+
+def forget_memories(conn: sqlite3.Connection, memory_ids: Sequence[str]) -> None:
+    """Drop what only these (deleted) memories supported: mentions, provenance, then orphans."""
+    if not memory_ids:
+        return
+    for i in range(0, len(memory_ids), 500):
+        ids = list(memory_ids[i : i + 500])
+        marks = _marks(len(ids))
+        touched_rel = [r[0] for r in conn.execute(
+            f"SELECT DISTINCT relation_id FROM relation_support WHERE memory_id IN ({marks})", ids)]
+        touched_ent = {r[0] for r in conn.execute(
+            f"SELECT DISTINCT entity_id FROM mentions WHERE memory_id IN ({marks})", ids)}
+        conn.execute(f"DELETE FROM mentions WHERE memory_id IN ({marks})", ids)
+        conn.execute(f"DELETE FROM relation_support WHERE memory_id IN ({marks})", ids)
+        for j in range(0, len(touched_rel), 500):
+            part = touched_rel[j : j + 500]
+            for row in conn.execute(
+                f"DELETE FROM relations WHERE id IN ({_marks(len(part))}) AND NOT EXISTS "
+                "(SELECT 1 FROM relation_support s WHERE s.relation_id = relations.id) "
+                "RETURNING source_id, target_id", part,
+            ).fetchall():
+                touched_ent.update(x for x in row if x is not None)
+        _drop_orphans(conn, touched_ent)
+        for row in conn.execute(
+            f"SELECT q.id, q.memory_ids FROM quarantine q, json_each(q.memory_ids) j WHERE j.value IN ({marks})", ids
+        ).fetchall():
+            kept = [m for m in json.loads(row["memory_ids"]) if m not in set(ids)]
+            conn.execute("UPDATE quarantine SET memory_ids = ? WHERE id = ?", (json.dumps(kept), row["id"]))
+
+
+def _drop_orphans(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+    ids = list(entity_ids)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        conn.execute(
+            f"DELETE FROM entities WHERE id IN ({_marks(len(part))}) "
+            "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = entities.id) "
+            "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.source_id = entities.id OR r.target_id = entities.id)",
+            part,
+        )
+
+
+def delete_graph_scope(conn: sqlite3.Connection, scope: Scope) -> None:
+    """Remove every graph row in scope (the memories themselves are deleted by the caller)."""
+    where, params = scope_sql(scope, alias="r")
+    conn.execute(f"DELETE FROM relations AS r WHERE {where}", params)
+    where, params = scope_sql(scope, alias="e")
+    conn.execute(f"DELETE FROM entities AS e WHERE {where}", params)
+    where, params = scope_sql(scope, alias="q")
+    conn.execute(f"DELETE FROM quarantine AS q WHERE {where}", params)
+
+
+def reset_graph(conn: sqlite3.Connection) -> None:
+    for table in ("relation_support", "relations", "mentions", "entity_keys", "entities", "quarantine"):
+        conn.execute(f"DELETE FROM {table}")
+
+
+def find_entities(conn: sqlite3.Connection, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+    if not keys:
+        return {}
+    where, params = exact_scope_sql(scope, alias="e")
+    out: dict[str, Entity] = {}
+    rows = conn.execute(
+        f"SELECT k.key, e.* FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+        f"WHERE k.key IN ({_marks(len(keys))}) AND {where} ORDER BY e.rowid", [*keys, *params],
+    ).fetchall()
+    for row in rows:
+        out.setdefault(row["key"], _entity(row))
+    return out
+
+
+def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+    ctx = GraphContext()
+    if not entity_ids:
+        return ctx
+    ids = list(dict.fromkeys(entity_ids))
+    where, params = scope_sql(scope, alias="e")
+    for row in conn.execute(
+        f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(ids))}) AND {where}", [*ids, *params]
+    ):
+        ctx.entities[row["id"]] = _entity(row)
+    found = list(ctx.entities)
+    if found:
+        marks = _marks(len(found))
+        ctx.relations = _relations(
+            conn, f"r.valid_to IS NULL AND (r.source_id IN ({marks}) OR r.target_id IN ({marks}))", [*found, *found]
+        )
+        missing = {r.target_id for r in ctx.relations if r.target_id} | {r.source_id for r in ctx.relations}
+        missing -= set(ctx.entities)
+        if missing:  # the other ends, for their types (same tenant: relations never cross scopes)
+            more = list(missing)
+            for row in conn.execute(f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(more))})", more):
+                ctx.entities[row["id"]] = _entity(row)
+    return ctx
+
+
+def relations(
+    conn: sqlite3.Connection, scope: Scope, memory_id: str | None, include_closed: bool
+) -> list[Relation]:
+    where, params = scope_sql(scope, alias="r")
+    if memory_id is not None:
+        where += " AND r.id IN (SELECT relation_id FROM relation_support WHERE memory_id = ?)"
+        params.append(memory_id)
+    if not include_closed:
+        where += " AND r.valid_to IS NULL"
+    return _relations(conn, where, params)
+
+
+def quarantined(conn: sqlite3.Connection, scope: Scope, status: str | None) -> list[QuarantineEntry]:
+    where, params = scope_sql(scope, alias="q")
+    if status is not None:
+        where += " AND q.status = ?"
+        params.append(status)
+    return [
+        QuarantineEntry(
+            id=r["id"], triple=json.loads(r["triple"]), reasons=json.loads(r["reasons"]),
+            memory_ids=json.loads(r["memory_ids"]), ontology=r["ontology"], status=r["status"],
+            user_id=r["user_id"], agent_id=r["agent_id"], run_id=r["run_id"],
+            created_at=datetime.fromisoformat(r["created_at"]), released_at=_dt(r["released_at"]),
+        )
+        for r in conn.execute(f"SELECT * FROM quarantine AS q WHERE {where} ORDER BY q.rowid", params)
+    ]
