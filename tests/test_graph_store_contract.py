@@ -66,7 +66,7 @@ def test_graph_write_merges_provenance_and_reads_back(mem: Memory, uid: str) -> 
 
 
 def test_supersede_closes_old_edge_and_context_sees_open_facts(mem: Memory, uid: str) -> None:
-    m1, _ = seed(mem, uid)
+    seed(mem, uid)
     scope = Scope(user_id=uid)
     old = next(r for r in mem.store.relations(scope) if r.relation == GM + "livesIn")
     m3 = memory(mem, uid, "Ana moved to Porto")

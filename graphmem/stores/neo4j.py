@@ -45,7 +45,7 @@ from ..errors import (
 )
 from ..filters import RECORD_FIELDS, TIME_FIELDS, And, Cond, Filter, Not, Or
 from ..models import EventType, HistoryEvent, MemoryRecord, Scope, to_utc
-from .base import Candidates, MemoryPatch, NewMemory, Store, StoreInfo, Vector
+from .base import Candidates, MemoryPatch, NewMemory, Store, StoreInfo, Vector, merge_patch
 from .text import lucene_query
 
 __all__ = ["SCHEMA_VERSION", "Neo4jStore", "compile_filter", "mirror_properties"]
@@ -72,6 +72,7 @@ _KK_MAX: Final = 5_000
 _FILTER_OVERFETCH: Final = 4
 """Extra index over-fetch when a filter applies: its selectivity is unknown before the query."""
 _RESET_BATCH: Final = 10_000
+_BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 
 _SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
 _HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
@@ -515,9 +516,10 @@ class Neo4jStore(Store):
         except GraphmemError:
             raise
         except neo4j_errors.AuthError as exc:
+            missing = " (no password is configured)" if self._cfg.password is None else ""
             raise StoreUnavailableError(
-                f"Neo4j at {self._cfg.uri} refused the credentials of user {self._cfg.user!r} "
-                f"({exc.message}); set store.password (GRAPHMEM_STORE__PASSWORD) to that user's password"
+                f"Neo4j at {self._cfg.uri} refused the credentials of user {self._cfg.user!r}{missing}: "
+                f"{exc.message}; set store.password (GRAPHMEM_STORE__PASSWORD) to that user's password"
             ) from exc
         except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
             suffix = "; nothing was written" if write else ""
@@ -528,6 +530,11 @@ class Neo4jStore(Store):
                 f"unknown ({exc}); check before retrying"
             ) from exc
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+            if isinstance(exc, neo4j_errors.Neo4jError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise StoreUnavailableError(
+                    f"Neo4j at {self._cfg.uri} has no database {self._cfg.database!r}; set store.database to "
+                    "an existing one, or leave it unset for the server default (Community has only 'neo4j')"
+                ) from exc
             suffix = "; nothing was written" if write else ""
             raise StoreError(f"Neo4j {what} failed: {exc}{suffix}") from exc
 
@@ -559,6 +566,12 @@ class Neo4jStore(Store):
     def open(self, embedder: str, dims: int) -> StoreInfo:
         """Connect, bootstrap the schema idempotently and pin the embedder (refusing another)."""
         if self._driver is None:
+            scheme = self._cfg.uri.partition("://")[0].lower()
+            if scheme not in _BOLT_SCHEMES:
+                raise ConfigError(
+                    f"store.uri {self._cfg.uri!r} is not a Bolt address; use bolt:// (one server) or "
+                    "neo4j:// (routing: clusters, Aura), with +s or +ssc for TLS"
+                )
             auth = (self._cfg.user, self._cfg.password) if self._cfg.password is not None else None
             try:
                 driver = GraphDatabase.driver(
@@ -743,13 +756,7 @@ class Neo4jStore(Store):
             if row is None:
                 return None
             old = _record(row["rec"])
-            metadata = dict(old.metadata)
-            if patch.metadata is not None:
-                for key, value in patch.metadata.items():
-                    if value is None:
-                        metadata.pop(key, None)
-                    else:
-                        metadata[key] = value
+            metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
             metadata, metadata_json = _normalize_metadata(metadata, "metadata of the update")
             mirror = mirror_properties(metadata)
             props: dict[str, Any] = {k: None for k in row["mirrored"] if k not in mirror}
@@ -780,6 +787,7 @@ class Neo4jStore(Store):
                 actor_id=old.actor_id,
                 role=old.role,
                 created_at=to_utc(patch.updated_at),
+                details={"metadata": patch.metadata} if patch.metadata is not None else {},
             )
             tx.run(write_back, id=memory_id, props=props, vec=vec, event=_history_props(event)).consume()
             return new
@@ -908,6 +916,8 @@ class Neo4jStore(Store):
         """
         query_text = lucene_query(text) if text is not None else None
         vec = self._vector(vector, "query embedding") if vector is not None else None
+        if vec is not None and not any(vec):
+            vec = None  # a zero vector (no known token) has no direction: no similarity to rank by
         if k <= 0 or (vec is None and query_text is None):
             return Candidates(round_trips=0)
         fp = _Params("f")
