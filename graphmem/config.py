@@ -72,6 +72,17 @@ class LLMConfig(_Section):
     max_retries: int = Field(3, ge=0)
 
 
+class OntologyConfig(_Section):
+    ontology: list[Path] | None = None
+    """Turtle files or folders of the ontology; ``None``: graphmem's default upper ontology."""
+    shapes: list[Path] | None = None
+    """SHACL shape files or folders; ``None`` with the default ontology: its default shapes."""
+    type_untyped_entities: bool = True
+    """A new entity given without a type takes the class its relation requires (the property's
+    ``rdfs:domain`` for a subject, ``rdfs:range`` for an object) when that is a single class. Declared
+    and stored types are still checked against the shapes; only the missing ones are filled in."""
+
+
 class SearchConfig(_Section):
     top_k: int = Field(10, ge=1, le=1000)
     overfetch: int = Field(4, ge=1, le=50)
@@ -121,6 +132,7 @@ class MemoryConfig(BaseSettings):
     store: StoreConfig = Field(default_factory=StoreConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    ontology: OntologyConfig = Field(default_factory=OntologyConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     version: str = "v1"

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -33,8 +33,12 @@ from .models import (
     text_hash,
     utcnow,
 )
+from .pipeline import GraphPlanner, TripleInput, parse_triples
 from .search import fuse
-from .stores.base import MemoryPatch, NewMemory, Store
+from .stores.base import GraphWrite, MemoryPatch, NewMemory, Store
+
+if TYPE_CHECKING:
+    from .ontology import Guard, Ontology
 
 log = logging.getLogger("graphmem")
 
@@ -108,6 +112,30 @@ class Memory:
         self.embedder = embedder or create_embedder(self.config.embedder)
         self.store = store or _create_store(self.config)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
+        self._ontology: Ontology | None = None
+        self._guard: Guard | None = None
+
+    @property
+    def ontology(self) -> Ontology:
+        """The compiled ontology and shapes, loaded on first use (compiling takes about a second)."""
+        if self._ontology is None:
+            from .ontology import Ontology
+
+            cfg = self.config.ontology
+            self._ontology = Ontology.load(cfg.ontology, cfg.shapes)
+        return self._ontology
+
+    @property
+    def guard(self) -> Guard:
+        if self._guard is None:
+            from .ontology import Guard
+
+            self._guard = Guard(self.ontology)
+        return self._guard
+
+    def _planner(self) -> GraphPlanner:
+        return GraphPlanner(self.ontology, self.guard, self.store, self.embedder,
+                            type_untyped=self.config.ontology.type_untyped_entities)
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> Memory:
@@ -134,13 +162,19 @@ class Memory:
         infer: bool = True,
         memory_type: MemoryType | str | None = None,
         timestamp: datetime | str | int | float | None = None,
+        triples: Sequence[dict[str, Any] | TripleInput] | None = None,
     ) -> dict[str, Any]:
-        """Store what the messages say.
+        """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
         Each user/assistant/tool message becomes one memory (system messages are instructions, not
         memories, and are skipped). Exact duplicates of a memory already in the same scope are not
         stored again; they come back with ``event: "NONE"`` and the existing id. ``infer`` is accepted
         for mem0 compatibility: until an extractor is configured, both settings store the messages.
+
+        ``triples`` (``{"source", "relation", "target", "source_type"?, "target_type"?, "valid_from"?}``)
+        are linked to these memories as provenance. Facts that fail the SHACL shapes are not written to
+        the graph but quarantined with their reasons (``relations.rejected``; see :meth:`rejected`).
+        Everything is written in one transaction.
         """
         scope = Scope.of(user_id, agent_id, run_id)
         msgs = _messages(messages)
@@ -156,6 +190,7 @@ class Memory:
                 f"{len(msgs)} messages in one add; the limit is {self.config.limits.max_batch} (limits.max_batch)"
             )
         event_time = parse_datetime(timestamp, what="timestamp") if timestamp is not None else None
+        facts = parse_triples(triples)
         max_chars = self.config.limits.max_memory_chars
         items = [
             (m, clean_text(m.content, what=f"messages[{i}].content", max_chars=max_chars))
@@ -182,19 +217,59 @@ class Memory:
             existing[h] = record.id
             fresh.append((record, text))
             results.append({"id": record.id, "memory": text, "event": EventType.ADD.value})
+        memory_ids = list(dict.fromkeys(r["id"] for r in results))
+        plan = self._planner().plan(scope, facts, memory_ids, now, event_time) if facts else None
+        change = plan.change if plan else GraphWrite()
         if fresh:
             vectors = self.embedder.embed([text for _, text in fresh])
-            self.store.insert(
-                [NewMemory(r, v) for (r, _), v in zip(fresh, vectors, strict=True)],
-                [
-                    HistoryEvent(
-                        memory_id=r.id, event=EventType.ADD, new_memory=r.memory, user_id=r.user_id,
-                        agent_id=r.agent_id, run_id=r.run_id, actor_id=r.actor_id, role=r.role, created_at=now,
-                    )
-                    for r, _ in fresh
-                ],
-            )
-        return {"results": results, "relations": {"added": [], "superseded": [], "rejected": []}}
+            change.memories = [NewMemory(r, v) for (r, _), v in zip(fresh, vectors, strict=True)]
+            change.events[:0] = [
+                HistoryEvent(
+                    memory_id=r.id, event=EventType.ADD, new_memory=r.memory, user_id=r.user_id,
+                    agent_id=r.agent_id, run_id=r.run_id, actor_id=r.actor_id, role=r.role, created_at=now,
+                )
+                for r, _ in fresh
+            ]
+        if change.memories or change.events or change.relations or change.quarantine:
+            self.store.write(scope, change)
+        summary = plan.summary() if plan else {"added": [], "superseded": [], "rejected": []}
+        return {"results": results, "relations": summary}
+
+    def rejected(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        include_released: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Quarantined triples in the scope with their SHACL reasons, oldest first."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        status = None if include_released else "quarantined"
+        return [q.public() for q in self.store.quarantined(scope, status)]
+
+    def recheck(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Validate quarantined triples again (after the ontology or shapes changed, or the graph
+        grew) and write those that now pass, each entry in its own transaction."""
+        scope = Scope.of(user_id, agent_id, run_id)
+        wanted = set(ids) if ids is not None else None
+        released, still = [], []
+        planner = self._planner()
+        for entry in self.store.quarantined(scope):
+            if wanted is not None and entry.id not in wanted:
+                continue
+            given = {k: v for k, v in entry.triple.items() if k != "relation_iri"}
+            exact = Scope(user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id)
+            live = [m for m in entry.memory_ids if self.store.get(m, exact) is not None]
+            now = utcnow()
+            plan = planner.plan(exact, [TripleInput.model_validate(given)], live, now)
+            if plan.rejected:
+                still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
+                continue
+            change = plan.change
+            change.released = [entry.id]
+            self.store.write(exact, change)
+            released.append({"quarantine_id": entry.id, **plan.added[0]})
+        return {"released": released, "still_rejected": still}
 
     def update(
         self,

@@ -1,0 +1,292 @@
+"""From triples (given by a caller or extracted) to a checked change of the knowledge graph.
+
+The order matters and follows the write path of the specification:
+
+1. resolve every relation and type name against the ontology (unknown names stay data: they reach
+   the guard, which rejects them, and the quarantine; they never become query text);
+2. resolve entity names inside the write scope (normalized name and aliases), creating the rest;
+3. resolve conflicts: a new value of an ``owl:FunctionalProperty`` closes the subject's open edge with
+   another value, so the guard judges the state *after* the update;
+4. let the guard judge the new triples against the stored context of their entities;
+5. turn accepted triples into facts with provenance and validity, rejected ones into quarantine
+   entries with their SHACL reasons. Closing an old edge only happens when its replacement passed.
+
+Nothing here writes: the result is a :class:`~graphmem.stores.base.GraphWrite` that the caller
+commits in one transaction together with the memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from ..embedding import Embedder
+from ..errors import InvalidInputError
+from ..models import Entity, EventType, HistoryEvent, QuarantineEntry, Relation, Scope, clean_text, norm_name
+from ..models import parse_datetime as _parse_dt
+from ..ontology import Guard, Ontology, Triple, TypedLiteral, Verdict
+from ..stores.base import GraphContext, GraphWrite, NewEntity, Store
+
+Literal_ = str | int | float | bool
+
+
+class TripleInput(BaseModel):
+    """One caller-supplied fact. Names may be IRIs, prefixed or local names, labels or synonyms."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    relation: str
+    target: Literal_
+    source_type: str | None = None
+    target_type: str | None = None
+    valid_from: datetime | str | None = None
+
+    @field_validator("source", "relation", "source_type", "target_type")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return None if value is None else clean_text(value, what="triple field", max_chars=1000)
+
+    def as_given(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def parse_triples(triples: Sequence[dict[str, Any] | TripleInput] | None) -> list[TripleInput]:
+    if triples is None:
+        return []
+    if not isinstance(triples, Sequence) or isinstance(triples, str | bytes | dict):
+        raise InvalidInputError("triples must be a list of dicts with source, relation and target")
+    out = []
+    for i, t in enumerate(triples):
+        try:
+            out.append(t if isinstance(t, TripleInput) else TripleInput.model_validate(t))
+        except (ValidationError, InvalidInputError) as exc:
+            raise InvalidInputError(f"triples[{i}] is not a valid triple: {exc}") from None
+    return out
+
+
+@dataclass
+class GraphPlan:
+    """What :func:`plan` decided: a change to commit, and a summary for the caller."""
+
+    change: GraphWrite = field(default_factory=GraphWrite)
+    added: list[dict[str, Any]] = field(default_factory=list)
+    superseded: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def summary(self) -> dict[str, list[dict[str, Any]]]:
+        return {"added": self.added, "superseded": self.superseded, "rejected": self.rejected}
+
+
+@dataclass
+class _Item:
+    given: TripleInput
+    relation: str | None
+    """Resolved relation IRI."""
+    is_literal: bool
+    source: Entity
+    target: Entity | None
+    literal: TypedLiteral | None
+    valid_from: datetime
+    closes: list[Relation] = field(default_factory=list)
+    quarantine_id: str | None = None
+
+
+class GraphPlanner:
+    """Plans graph changes for one scope. Cheap to create; holds no state between calls."""
+
+    def __init__(self, ontology: Ontology, guard: Guard, store: Store, embedder: Embedder, *,
+                 type_untyped: bool = True) -> None:
+        self.ontology = ontology
+        self.guard = guard
+        self.store = store
+        self.embedder = embedder
+        self.type_untyped = type_untyped
+
+    def plan(
+        self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
+        default_time: datetime | None = None,
+    ) -> GraphPlan:
+        result = GraphPlan()
+        if not triples:
+            return result
+        onto = self.ontology
+        entities: dict[str, Entity] = {}  # by key
+        new_keys: set[str] = set()
+        grown: set[str] = set()  # stored entities that gained a class
+        items: list[_Item] = []
+
+        names = [t.source for t in triples]
+        kinds = [self._kind(t.relation) for t in triples]
+        names += [str(t.target) for t, k in zip(triples, kinds, strict=True) if k != "datatype"]
+        stored = self.store.find_entities(scope, [norm_name(n) for n in names])
+
+        def entity_for(name: str, declared: str | None, implied: Sequence[str]) -> Entity:
+            key = norm_name(name)
+            ent = entities.get(key) or stored.get(key)
+            if ent is None:
+                ent = Entity(name=name, user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
+                             created_at=now)
+                new_keys.add(key)
+            entities[key] = ent
+            cls = onto.resolve_class(declared) if declared else None
+            wanted = [cls or declared] if declared else (list(implied) if self.type_untyped and not ent.classes else [])
+            missing = [c for c in wanted if c and c not in ent.classes]
+            if missing:
+                ent = ent.model_copy(update={"classes": [*ent.classes, *missing],
+                                             "updated_at": None if key in new_keys else now})
+                entities[key] = ent
+                if key not in new_keys:
+                    grown.add(key)
+            return ent
+
+        for t, kind in zip(triples, kinds, strict=True):
+            rel = onto.relation_info(t.relation)
+            when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default_time or now)
+            domain = rel.domain if rel and len(rel.domain) == 1 else ()
+            src = entity_for(t.source, t.source_type, domain)
+            if kind == "datatype" and rel is not None:
+                dt = rel.range[0] if len(rel.range) == 1 else None
+                lit = TypedLiteral(_lexical(t.target), dt)
+                items.append(_Item(t, rel.iri, True, src, None, lit, when))
+            else:
+                rng = rel.range if rel and len(rel.range) == 1 else ()
+                tgt = entity_for(str(t.target), t.target_type, rng)
+                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when))
+        for it in items:  # entities may have gained classes after an item captured them
+            it.source = entities[norm_name(it.source.name)]
+            if it.target is not None:
+                it.target = entities[norm_name(it.target.name)]
+
+        stored_ids = [e.id for k, e in entities.items() if k not in new_keys]
+        ctx = self.store.graph_context(scope, stored_ids)
+        self._resolve_conflicts(items, ctx)
+        closing = {r.id for it in items for r in it.closes}
+        # The guard names entities by readable keys (its messages are read by people and LLMs).
+        known = {**ctx.entities, **{e.id: e for e in entities.values()}}
+        key = _readable_keys(known.values())
+        context = [self._triple(r, key) for r in ctx.relations if r.id not in closing]
+        types = {key[e.id]: list(e.classes) for e in known.values()}
+        guard_triples = [
+            Triple(key[it.source.id], it.relation or it.given.relation,
+                   it.literal if it.literal is not None else key[it.target.id] if it.target else "")
+            for it in items
+        ]
+        report = self.guard.check(guard_triples, types, context)
+        result.verdicts = report.verdicts
+        used: set[str] = set()
+        change = result.change
+        for it, verdict in zip(items, report.verdicts, strict=True):
+            if verdict.accepted:
+                self._accept(it, memory_ids, scope, now, result)
+                used.update(e.id for e in (it.source, it.target) if e is not None)
+            else:
+                self._reject(it, verdict, memory_ids, scope, now, report.fingerprint, result)
+        fresh = [e for k, e in entities.items() if k in new_keys and e.id in used]
+        if fresh:
+            vectors = self.embedder.embed([e.name for e in fresh])
+            change.entities = [NewEntity(e, v) for e, v in zip(fresh, vectors, strict=True)]
+        change.entity_updates = [e for k, e in entities.items() if k in grown and e.id in used]
+        change.mentions = sorted({(m, e) for m in memory_ids for e in used})
+        return result
+
+    # -- steps ------------------------------------------------------------------------------------
+    def _kind(self, relation: str) -> str | None:
+        rel = self.ontology.relation_info(relation)
+        return rel.kind if rel else None
+
+    def _resolve_conflicts(self, items: list[_Item], ctx: GraphContext) -> None:
+        """For a functional property, the newest value is the open one: the stored open edge with
+        another value, and earlier values in the same batch, are closed at the new fact's time."""
+        latest: dict[tuple[str, str], _Item] = {}
+        for it in items:
+            rel = self.ontology.relations.get(it.relation or "")
+            if rel is None or not rel.functional:
+                continue
+            key = (it.source.id, rel.iri)
+            prev = latest.get(key)
+            if prev is not None and _object(prev) != _object(it):
+                prev.closes = []  # the batch's later value wins; the earlier one never becomes open
+            latest[key] = it
+            it.closes = [
+                r for r in ctx.relations
+                if r.source_id == it.source.id and r.relation == rel.iri and r.valid_to is None
+                and (r.target_id, r.value) != _object(it)
+            ]
+        for it in items:
+            rel = self.ontology.relations.get(it.relation or "")
+            if rel is not None and rel.functional and latest.get((it.source.id, rel.iri)) is not it:
+                it.closes = []
+
+    @staticmethod
+    def _triple(r: Relation, key: dict[str, str]) -> Triple:
+        obj: str | TypedLiteral = (
+            key.get(r.target_id, r.target_id) if r.target_id is not None else TypedLiteral(r.value or "", r.datatype)
+        )
+        return Triple(key.get(r.source_id, r.source_id), r.relation, obj)
+
+    def _accept(self, it: _Item, memory_ids: Sequence[str], scope: Scope, now: datetime, out: GraphPlan) -> None:
+        assert it.relation is not None
+        rel = Relation(
+            source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
+            value=it.literal.value if it.literal else None, datatype=it.literal.datatype if it.literal else None,
+            memory_ids=list(memory_ids), valid_from=it.valid_from, created_at=now,
+            user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
+        )
+        out.change.relations.append(rel)
+        summary = {"id": rel.id, "source": it.source.name, "relation": self.ontology.relations[it.relation].name,
+                   "target": it.target.name if it.target else it.literal.value if it.literal else None}
+        out.added.append(summary)
+        for old in it.closes:
+            out.change.closes.append((old.id, it.valid_from))
+            out.superseded.append({"id": old.id, "by": rel.id, "relation": summary["relation"],
+                                   "source": it.source.name, "valid_to": it.valid_from.isoformat()})
+            for mid in memory_ids[:1]:
+                out.change.events.append(HistoryEvent(
+                    memory_id=mid, event=EventType.SUPERSEDE, user_id=scope.user_id, agent_id=scope.agent_id,
+                    run_id=scope.run_id, created_at=now, details={"relation_id": old.id, "by": rel.id},
+                ))
+
+    def _reject(self, it: _Item, verdict: Verdict, memory_ids: Sequence[str], scope: Scope, now: datetime,
+                fingerprint: str, out: GraphPlan) -> None:
+        triple = {**it.given.as_given(), "relation_iri": it.relation}
+        entry = QuarantineEntry(
+            triple=triple, reasons=[r.to_dict() for r in verdict.violations], memory_ids=list(memory_ids),
+            ontology=fingerprint, user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
+            created_at=now,
+        )
+        it.quarantine_id = entry.id
+        out.change.quarantine.append(entry)
+        out.rejected.append({"quarantine_id": entry.id, **it.given.as_given(),
+                             "reasons": [r.text for r in verdict.violations]})
+        for mid in memory_ids[:1]:
+            out.change.events.append(HistoryEvent(
+                memory_id=mid, event=EventType.REJECT, user_id=scope.user_id, agent_id=scope.agent_id,
+                run_id=scope.run_id, created_at=now, details={"quarantine_id": entry.id},
+            ))
+
+
+def _readable_keys(entities: Iterable[Entity]) -> dict[str, str]:
+    """Entity id -> its name, made unique with a short id suffix where two names collide."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for e in entities:
+        name = e.name if e.name not in taken else f"{e.name} [{e.id[:8]}]"
+        taken.add(name)
+        out[e.id] = name
+    return out
+
+
+def _object(it: _Item) -> tuple[str | None, str | None]:
+    return (it.target.id if it.target else None, it.literal.value if it.literal else None)
+
+
+def _lexical(value: Literal_) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

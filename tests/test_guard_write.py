@@ -1,0 +1,147 @@
+"""The SHACL write guard on the real write path (``add(triples=...)``), on both backends: what is
+rejected and why, what is accepted, supersession of functional properties, quarantine and recheck."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import InvalidInputError, Memory, MemoryConfig
+from graphmem.embedding import HashingEmbedder
+from graphmem.models import Scope
+from graphmem.ontology import default_paths
+from tests.conftest import make_config
+
+GM = "https://graphmem.dev/ontology#"
+SH = "http://www.w3.org/ns/shacl#"
+
+
+def constraints(entry: dict[str, Any]) -> set[str]:
+    return {r["constraint"].removeprefix(SH) for r in entry["reasons"]}
+
+
+def open_facts(mem: Memory, uid: str) -> set[tuple[str, str, str]]:
+    scope = Scope(user_id=uid)
+    names = {}
+    for r in mem.store.relations(scope):
+        for eid in (r.source_id, r.target_id):
+            if eid and eid not in names:
+                names[eid] = mem.store.graph_context(scope, [eid]).entities[eid].name
+    return {(names[r.source_id], r.relation.removeprefix(GM), names[r.target_id] if r.target_id else str(r.value))
+            for r in mem.store.relations(scope, include_closed=False)}
+
+
+def test_guard_rejects_with_the_right_constraint(mem: Memory, uid: str) -> None:
+    ok = mem.add("Li is married to Mei", user_id=uid, triples=[
+        {"source": "Li", "relation": "married to", "target": "Mei", "source_type": "Person", "target_type": "Person"},
+    ])
+    assert ok["relations"]["rejected"] == [] and len(ok["relations"]["added"]) == 1
+    result = mem.add("Li told us many things", user_id=uid, triples=[
+        # wrong range class: a person does not live in a person
+        {"source": "Li", "relation": "lives in", "target": "Bob", "target_type": "Person"},
+        # second value of a property only its shape limits to one (marriedTo is not functional)
+        {"source": "Li", "relation": "marriedTo", "target": "Yan", "target_type": "Person"},
+        # not a relation of the ontology
+        {"source": "Li", "relation": "teleports to", "target": "Mars"},
+        # datatype mismatch and malformed literal
+        {"source": "Li", "relation": "birthDate", "target": "yesterday"},
+        {"source": "Li", "relation": "gm:birthDate", "target": "2020-13-45"},
+        # accepted: a City is a Place (subclass instance passes sh:class of the superclass)
+        {"source": "Li", "relation": "bornIn", "target": "Chengdu", "target_type": "City"},
+    ])
+    rejected = {r["target"]: r for r in result["relations"]["rejected"]}
+    assert set(rejected) == {"Bob", "Yan", "Mars", "yesterday", "2020-13-45"}
+    assert "ClassConstraintComponent" in constraints(_q(mem, uid, "Bob"))
+    assert constraints(_q(mem, uid, "Yan")) == {"MaxCountConstraintComponent"}
+    assert [c.rsplit("#", 1)[-1] for c in constraints(_q(mem, uid, "Mars"))] == ["UnknownRelation"]
+    assert constraints(_q(mem, uid, "yesterday")) >= {"DatatypeConstraintComponent"}
+    assert constraints(_q(mem, uid, "2020-13-45")) >= {"DatatypeConstraintComponent"}
+    assert [a["target"] for a in result["relations"]["added"]] == ["Chengdu"]
+    assert open_facts(mem, uid) == {("Li", "marriedTo", "Mei"), ("Li", "bornIn", "Chengdu")}
+    assert all(r["reasons"] for r in result["relations"]["rejected"])  # readable reasons come back
+    # the same names in another tenant see none of this
+    assert mem.rejected(user_id=uid + "-other") == []
+
+
+def _q(mem: Memory, uid: str, target: str) -> dict[str, Any]:
+    return next(q for q in mem.rejected(user_id=uid) if q["triple"]["target"] == target)
+
+
+def test_functional_property_supersedes_instead_of_rejecting(mem: Memory, uid: str) -> None:
+    mem.add("I live in Beijing", user_id=uid, timestamp="2021-05-01", triples=[
+        {"source": "Wei", "relation": "lives in", "target": "Beijing", "source_type": "Person", "target_type": "City"}])
+    moved = mem.add("I moved from Beijing to Shanghai", user_id=uid, timestamp="2024-02-01", triples=[
+        {"source": "Wei", "relation": "moved to", "target": "Shanghai", "target_type": "City"}])
+    assert moved["relations"]["rejected"] == []
+    [sup] = moved["relations"]["superseded"]
+    assert sup["valid_to"].startswith("2024-02-01")
+    facts = mem.store.relations(Scope(user_id=uid))
+    lives = sorted((f for f in facts if f.relation == GM + "livesIn"), key=lambda f: f.created_at)
+    assert [f.valid_to is None for f in lives] == [False, True]
+    assert lives[0].valid_to is not None and lives[0].valid_to.isoformat().startswith("2024-02-01")
+    assert open_facts(mem, uid) == {("Wei", "livesIn", "Shanghai")}
+    events = [e["event"] for e in mem.history(moved["results"][0]["id"], user_id=uid)]
+    assert events == ["ADD", "SUPERSEDE"]
+
+
+def test_rejected_value_does_not_close_the_old_edge(mem: Memory, uid: str) -> None:
+    mem.add("I live in Oslo", user_id=uid, triples=[
+        {"source": "Kari", "relation": "livesIn", "target": "Oslo", "source_type": "Person", "target_type": "City"}])
+    bad = mem.add("I live in my friend Ola", user_id=uid, triples=[
+        {"source": "Kari", "relation": "livesIn", "target": "Ola", "target_type": "Person"}])
+    assert len(bad["relations"]["rejected"]) == 1 and bad["relations"]["superseded"] == []
+    assert open_facts(mem, uid) == {("Kari", "livesIn", "Oslo")}
+
+
+def test_caller_triples_are_validated_input(mem: Memory, uid: str) -> None:
+    for bad in [[{"source": "a"}], [{"source": "a", "relation": "knows", "target": "b", "extra": 1}], "x",
+                [{"source": "", "relation": "knows", "target": "b"}],
+                [{"source": "a", "relation": "knows\x00", "target": "b"}]]:
+        with pytest.raises(InvalidInputError):
+            mem.add("text", user_id=uid, triples=bad)  # type: ignore[arg-type]
+    assert mem.get_all(user_id=uid)["results"] == []
+    # Cypher-looking names are just unknown relation names: quarantined as data, never run
+    sneaky = mem.add("text", user_id=uid, triples=[
+        {"source": "a", "relation": "x]->() DETACH DELETE n //", "target": "b"}])
+    assert len(sneaky["relations"]["rejected"]) == 1
+    assert mem.get_all(user_id=uid)["results"]
+
+
+def test_quarantine_recheck_after_relaxing_a_shape(backend: str, tmp_path: Path, uid: str) -> None:
+    onto_dirs, shape_dirs = default_paths()
+    relaxed = tmp_path / "shapes"
+    shutil.copytree(shape_dirs[0], relaxed, ignore=shutil.ignore_patterns("tests"))
+    shapes_file = relaxed / "graphmem.shapes.ttl"
+    text = shapes_file.read_text()
+    strict = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
+    strict.add("Li is married to Mei", user_id=uid, triples=[
+        {"source": "Li", "relation": "marriedTo", "target": "Mei", "source_type": "Person", "target_type": "Person"}])
+    strict.add("and to Yan", user_id=uid, triples=[
+        {"source": "Li", "relation": "marriedTo", "target": "Yan", "target_type": "Person"}])
+    [entry] = strict.rejected(user_id=uid)
+    assert strict.recheck(user_id=uid)["released"] == []  # same shapes: still rejected
+    strict.close()
+
+    marker = "gmsh:Person-marriedTo"
+    assert marker in text
+    shapes_file.write_text(_drop_max_count(text, marker))
+    cfg = make_config(backend, tmp_path, ontology={"ontology": [str(p) for p in onto_dirs], "shapes": [str(relaxed)]})
+    relaxed_mem = Memory(MemoryConfig.load(cfg), embedder=HashingEmbedder(384))
+    assert relaxed_mem.ontology.fingerprint != entry["ontology"]
+    out = relaxed_mem.recheck(user_id=uid)
+    assert [r["quarantine_id"] for r in out["released"]] == [entry["id"]]
+    assert relaxed_mem.rejected(user_id=uid) == []
+    assert [q["status"] for q in relaxed_mem.rejected(user_id=uid, include_released=True)] == ["released"]
+    assert ("Li", "marriedTo", "Yan") in open_facts(relaxed_mem, uid)
+    relaxed_mem.close()
+
+
+def _drop_max_count(text: str, shape: str) -> str:
+    """Remove ``sh:maxCount`` from one named property shape (its block runs to the next blank line)."""
+    start = text.index(shape + "\n") if shape + "\n" in text else text.index(shape + " ")
+    end = text.index("\n\n", start)
+    block = "\n".join(line for line in text[start:end].split("\n") if "sh:maxCount" not in line)
+    return text[:start] + block + text[end:]
