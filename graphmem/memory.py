@@ -244,6 +244,18 @@ class Memory:
         status = None if include_released else "quarantined"
         return [q.public() for q in self.store.quarantined(scope, status)]
 
+    def dry_run(self, ontology: Ontology, *, user_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None) -> dict[str, Any]:
+        """Judge the stored facts with another ontology and shapes; report what would become invalid.
+
+        Without a scope every scope holding facts is checked (administration). Nothing is written.
+        """
+        from .ontology import Guard
+        from .pipeline.dryrun import dry_run
+
+        scopes = None if (user_id, agent_id, run_id) == (None, None, None) else [Scope.of(user_id, agent_id, run_id)]
+        return dry_run(self.store, Guard(ontology), scopes).to_dict()
+
     def recheck(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         ids: Sequence[str] | None = None,

@@ -145,3 +145,28 @@ def _drop_max_count(text: str, shape: str) -> str:
     end = text.index("\n\n", start)
     block = "\n".join(line for line in text[start:end].split("\n") if "sh:maxCount" not in line)
     return text[:start] + block + text[end:]
+
+
+def test_dry_run_reports_stored_facts_a_stricter_shape_rejects(backend: str, tmp_path: Path, uid: str) -> None:
+    from graphmem.ontology import Ontology
+
+    onto_dirs, shape_dirs = default_paths()
+    mem = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
+    mem.add("facts", user_id=uid, triples=[
+        {"source": "Ana", "relation": "knows", "target": "Bo", "source_type": "Person", "target_type": "Person"},
+        {"source": "Ana", "relation": "knows", "target": "Cy", "target_type": "Person"},
+        {"source": "Ana", "relation": "livesIn", "target": "Rome", "target_type": "City"},
+    ])
+    assert mem.dry_run(mem.ontology, user_id=uid)["invalid"] == []  # unchanged shapes: all still valid
+    stricter = tmp_path / "stricter.shapes.ttl"
+    stricter.write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n@prefix gm: <https://graphmem.dev/ontology#> .\n"
+        "<urn:x:KnowsOne> a sh:NodeShape ; sh:targetClass gm:Person ;\n"
+        "  sh:property [ sh:path gm:knows ; sh:maxCount 1 ; sh:message \"one acquaintance only\" ] .\n"
+    )
+    report = mem.dry_run(Ontology.load(onto_dirs, [stricter]), user_id=uid)
+    assert report["checked"] == 3
+    assert sorted(r["target"] for r in report["invalid"]) == ["Bo", "Cy"]
+    assert all("one acquaintance only" in r["reasons"][0] for r in report["invalid"])
+    assert len(mem.store.relations(Scope(user_id=uid))) == 3  # nothing written
+    mem.close()

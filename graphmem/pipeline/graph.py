@@ -169,7 +169,7 @@ class GraphPlanner:
         closing = {r.id for it in items for r in it.closes}
         # The guard names entities by readable keys (its messages are read by people and LLMs).
         known = {**ctx.entities, **{e.id: e for e in entities.values()}}
-        key = _readable_keys(known.values())
+        key = readable_keys(known.values())
         context = [self._triple(r, key) for r in ctx.relations if r.id not in closing]
         types = {key[e.id]: list(e.classes) for e in known.values()}
         guard_triples = [
@@ -271,7 +271,7 @@ class GraphPlanner:
             ))
 
 
-def _readable_keys(entities: Iterable[Entity]) -> dict[str, str]:
+def readable_keys(entities: Iterable[Entity]) -> dict[str, str]:
     """Entity id -> its name, made unique with a short id suffix where two names collide."""
     out: dict[str, str] = {}
     taken: set[str] = set()

@@ -209,6 +209,10 @@ class Store(ABC):
         """Facts in scope (optionally only those a memory supports), oldest first."""
 
     @abstractmethod
+    def graph_scopes(self) -> list[Scope]:
+        """Every exact scope that holds facts (administration: ontology dry runs, migration)."""
+
+    @abstractmethod
     def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
         """Quarantine entries in scope, oldest first (``status=None``: all)."""
 

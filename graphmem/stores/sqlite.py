@@ -461,6 +461,13 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return graph.relations(conn, scope, memory_id, include_closed)
 
+    def graph_scopes(self) -> list[Scope]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT user_id, agent_id, run_id FROM relations ORDER BY user_id, agent_id, run_id"
+            ).fetchall()
+        return [Scope(user_id=r[0], agent_id=r[1], run_id=r[2]) for r in rows]
+
     def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
         with self._read() as conn:
             return graph.quarantined(conn, scope, status)
