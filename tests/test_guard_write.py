@@ -150,7 +150,7 @@ def _drop_max_count(text: str, shape: str) -> str:
 def test_dry_run_reports_stored_facts_a_stricter_shape_rejects(backend: str, tmp_path: Path, uid: str) -> None:
     from graphmem.ontology import Ontology
 
-    onto_dirs, shape_dirs = default_paths()
+    onto_dirs, _ = default_paths()
     mem = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
     mem.add("facts", user_id=uid, triples=[
         {"source": "Ana", "relation": "knows", "target": "Bo", "source_type": "Person", "target_type": "Person"},

@@ -35,6 +35,11 @@ def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[i : i + size]
 
 
+def _triple(r: Relation, names: dict[str, str]) -> Triple:
+    obj: str | TypedLiteral = names[r.target_id] if r.target_id else TypedLiteral(r.value or "", r.datatype)
+    return Triple(names[r.source_id], r.relation, obj)
+
+
 def dry_run(store: Store, guard: Guard, scopes: Sequence[Scope] | None = None) -> DryRunReport:
     report = DryRunReport()
     for scope in scopes if scopes is not None else store.graph_scopes():
@@ -49,16 +54,10 @@ def dry_run(store: Store, guard: Guard, scopes: Sequence[Scope] | None = None) -
             judged = [f for s in subjects for f in by_subject[s]]
             judged_ids = {f.id for f in judged}
 
-            def triple(r: Relation) -> Triple:
-                obj: str | TypedLiteral = (
-                    names[r.target_id] if r.target_id else TypedLiteral(r.value or "", r.datatype)
-                )
-                return Triple(names[r.source_id], r.relation, obj)
-
             result = guard.check(
-                [triple(f) for f in judged],
+                [_triple(f, names) for f in judged],
                 {names[e.id]: list(e.classes) for e in ctx.entities.values()},
-                [triple(r) for r in ctx.relations if r.id not in judged_ids],
+                [_triple(r, names) for r in ctx.relations if r.id not in judged_ids],
             )
             report.checked += len(judged)
             for fact, verdict in zip(judged, result.verdicts, strict=True):

@@ -8,8 +8,11 @@ created_at, updated_at, event_time, expires_at, embedding})``
     (string, integer, float, boolean) or a list of scalars of one type is mirrored as the property
     ``md.<key>`` so Cypher can filter on it; any other non-null value (an object, a mixed list) is
     recorded as ``mdx.<key>``, a list of type-tagged strings of its scalar elements, so filters can
-    tell that the key is present and test list membership. Times are native ``DATETIME`` in UTC.
-    Absent optional fields are absent properties.
+    tell that the key is present and test list membership. Where ``str.casefold`` differs from
+    lower-casing (ß, ligatures, final sigma), ``mdfold.<key>`` and, for the caller-supplied record
+    fields, ``fold.<field>`` hold the folded form for ``icontains``. Integers beyond 64 bits are
+    mirrored as floats. Times are native ``DATETIME`` in UTC. Absent optional fields are absent
+    properties. ``embedding`` is a float32 array (``db.create.setNodeVectorProperty``).
 ``(:HistoryEvent {id, memory_id, event, old_memory, new_memory, user_id, agent_id, run_id, actor_id,
 role, created_at, details})``
     ``details`` is a JSON string. History is not linked to the memory, so it outlives it.
@@ -30,7 +33,7 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Session
+from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Record, Session
 from neo4j import exceptions as neo4j_errors
 from neo4j.time import DateTime as Neo4jDateTime
 
@@ -68,7 +71,9 @@ _INT64_MAX: Final = 2**63 - 1
 _KK_FLOOR: Final = 100
 """Smallest index over-fetch: below this the HNSW/Lucene cost does not shrink, recall does."""
 _KK_MAX: Final = 5_000
-"""Largest index over-fetch; past it the exact fallback is cheaper than a wider ANN search."""
+"""Largest first over-fetch; past it the exact pass over a (countable) scope is cheaper."""
+_KK_WIDE_MAX: Final = 50_000
+"""Largest widened over-fetch, for scopes too big to count or to score exactly."""
 _FILTER_OVERFETCH: Final = 4
 """Extra index over-fetch when a filter applies: its selectivity is unknown before the query."""
 _RESET_BATCH: Final = 10_000
@@ -547,6 +552,10 @@ class Neo4jStore(Store):
         with self._errors(what, write=False), self._session() as session:
             return session.execute_read(work)
 
+    def _single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
+        """One read query, one row."""
+        return self._read(what, lambda tx: tx.run(query, params).single())
+
     def _write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._errors(what, write=True), self._session() as session:
             return session.execute_write(work)
@@ -578,7 +587,9 @@ class Neo4jStore(Store):
                     self._cfg.uri,
                     auth=auth,
                     connection_timeout=self._cfg.connect_timeout_s,
-                    connection_acquisition_timeout=max(self._cfg.connect_timeout_s, 60.0),
+                    # Bounds the Bolt handshake too (connection_timeout covers only the TCP connect), so
+                    # a server that accepts but never answers fails within connect_timeout_s.
+                    connection_acquisition_timeout=self._cfg.connect_timeout_s,
                     max_transaction_retry_time=self._cfg.max_transaction_retry_s,
                     user_agent="graphmem",
                     # Unknown-property warnings fire for every optional field absent so far; they
@@ -907,12 +918,14 @@ class Neo4jStore(Store):
     ) -> Candidates:
         """Vector and full-text hits in scope, in one round trip unless an index result was cut short.
 
-        The first query counts the scope (bounded by ``vector_exact_max``) and the whole label (count
-        store), then either scores the scope exactly (small scope with a filter, or smaller than the
-        index over-fetch would be) or over-fetches from the vector index by the scope's share of all
-        memories. Index hits are rescored with exact cosine, so scores agree with the exact path.
-        If a signal ends with fewer than ``k`` hits although the index returned everything asked
-        for, a second query computes that signal exactly.
+        The first query counts the label (count store) and the scope (index seek, stopped after
+        ``vector_exact_max`` + 1), then either scores the scope exactly (a small scope with a filter,
+        or one smaller than the index over-fetch would be) or over-fetches from the vector index by
+        the scope's share of all memories. Index hits are rescored with exact cosine, so scores do
+        not depend on the path. A signal that ends with fewer than ``k`` hits although its index
+        returned all it was asked for is redone in a further round trip: full text without a limit;
+        vector exactly, except that a scope too big to count first gets one 16-fold wider index
+        query (an exact pass over it is the last resort).
         """
         query_text = lucene_query(text) if text is not None else None
         vec = self._vector(vector, "query embedding") if vector is not None else None
@@ -936,54 +949,60 @@ class Neo4jStore(Store):
             filtered=flt is not None,
         )
         hint = _scope_hint(scope)
+        # A scope past the probe is big: its share of the label is unknown (counting it would cost
+        # more than the search), so it starts with a modest over-fetch and widens only if cut short.
         parts = [
             "CALL () { MATCH (m:Memory) RETURN count(m) AS total }",
             f"CALL () {{ MATCH (m:Memory) {hint} WHERE {scope_where} WITH m LIMIT $probe RETURN count(m) AS sn }}",
-            "WITH sn, CASE WHEN sn = 0 THEN 0 ELSE toInteger(ceil(toFloat($base) * total / sn)) END AS want",
-            "WITH sn, CASE WHEN want < $base THEN $base WHEN want > $kk_max THEN $kk_max ELSE want END AS kk",
-            "WITH kk, (sn <= $exact_max AND ($filtered OR sn <= kk)) AS exact",
+            "WITH sn, sn > $exact_max AS big, CASE WHEN sn = 0 THEN 0 WHEN sn > $exact_max THEN 2 * $base "
+            "ELSE toInteger(ceil(toFloat($base) * total / sn)) END AS want",
+            "WITH sn, big, CASE WHEN want < $base THEN $base WHEN want > $kk_max THEN $kk_max ELSE want END AS kk",
+            "WITH big, kk, (NOT big AND ($filtered OR sn <= kk)) AS exact",
         ]
-        columns = ["kk", "exact"]
+        columns = ["big", "kk"]
         if vec is not None:
             parts.append(
                 "CALL (kk, exact) { WITH kk, exact WHERE exact "
                 f"CALL (kk) {{ {self._exact_vector(hint, cond)} }} RETURN vh, -1 AS vraw "
                 "UNION ALL WITH kk, exact WHERE NOT exact "
-                f"CALL (kk) {{ {self._index_vector(cond)} }} RETURN vh, vraw }}"
+                f"CALL (kk) {{ {self._index_vector(cond, 'kk')} }} RETURN vh, vraw }}"
             )
             columns += ["vh", "vraw"]
         if query_text is not None:
             parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}')} }}")
             columns += ["fh", "fraw"]
-        parts.append("RETURN " + ", ".join(columns))
-        first = " ".join(parts)
-
-        row = self._read("search", lambda tx: tx.run(first, params).single())
+        row = self._single("search", " ".join(parts) + " RETURN " + ", ".join(columns), params)
         if row is None:  # cannot happen: every subquery returns exactly one row
             raise StoreError("Neo4j search returned no row")
         out = Candidates(round_trips=1)
-        kk = int(row["kk"])
+        kk, big = int(row["kk"]), bool(row["big"])
         vhits: list[dict[str, Any]] = row["vh"] if vec is not None else []
         fhits: list[dict[str, Any]] = row["fh"] if query_text is not None else []
         redo_vector = vec is not None and len(vhits) < k and int(row["vraw"]) >= kk
         redo_text = query_text is not None and len(fhits) < k and int(row["fraw"]) >= kk
-        if redo_vector or redo_text:
+        widen = big
+        while redo_vector or redo_text:
             parts, columns = [], []
-            if redo_vector:
+            if redo_vector and widen:
+                params["kk2"] = kk2 = min(kk * 16, _KK_WIDE_MAX)
+                parts.append(f"CALL () {{ {self._index_vector(cond, '$kk2')} }}")
+                columns += ["vh", "vraw"]
+            elif redo_vector:
                 parts.append(f"CALL () {{ {self._exact_vector(hint, cond)} }}")
                 columns.append("vh")
             if redo_text:
                 parts.append(f"CALL () {{ {self._index_fulltext(cond, '{}')} }}")
                 columns.append("fh")
-            second = " ".join(parts) + " RETURN " + ", ".join(columns)
-            again = self._read("search fallback", lambda tx: tx.run(second, params).single())
+            again = self._single("search fallback", " ".join(parts) + " RETURN " + ", ".join(columns), params)
             if again is None:
                 raise StoreError("Neo4j search fallback returned no row")
+            out.round_trips += 1
             if redo_vector:
                 vhits = again["vh"]
+                redo_vector = widen and len(vhits) < k and int(again["vraw"]) >= kk2
+                widen = False
             if redo_text:
-                fhits = again["fh"]
-            out.round_trips = 2
+                fhits, redo_text = again["fh"], False
         for hit in vhits:
             cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
             out.vector.append((hit["id"], cosine))
@@ -1005,10 +1024,10 @@ class Neo4jStore(Store):
             f"ORDER BY s DESC, m.id ASC LIMIT $k {self._hit_list('vh')}"
         )
 
-    def _index_vector(self, cond: str) -> str:
-        """ANN over-fetch, then scope/filter, then exact rescoring of the survivors."""
+    def _index_vector(self, cond: str, kk: str) -> str:
+        """ANN over-fetch of ``kk`` nodes, then scope/filter, then exact rescoring of the survivors."""
         return (
-            "CALL db.index.vector.queryNodes('memory_embedding', kk, $vec) YIELD node "
+            f"CALL db.index.vector.queryNodes('memory_embedding', {kk}, $vec) YIELD node "
             "WITH collect(node) AS ns "
             "CALL (ns) { UNWIND ns AS m WITH m WHERE "
             f"{cond} WITH m, vector.similarity.cosine(m.embedding, $vec) AS s WHERE s IS NOT NULL "
