@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-guard shacl-tests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ venv: $(STAMP)
 demo: venv  ## add a short conversation and search it: embedded store, offline, no server
 	$(BIN)/graphmem demo
 
-test: venv lint  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
+test: venv lint shacl-tests  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
 	bash tools/run-tests.sh $(ARGS)
 
 lint: venv
@@ -27,6 +27,9 @@ lint: venv
 
 unit: venv  ## tests without Neo4j (its tests skip unless CI=true)
 	$(BIN)/pytest -q $(ARGS)
+
+shacl-tests:  ## W3C SHACL + DASH suites from pySHACL's sdist into .cache/shacl-tests (once)
+	bash tools/fetch-shacl-tests.sh
 
 neo4j-start:
 	$(NEO4J) start && $(NEO4J) wait
@@ -39,6 +42,9 @@ neo4j-status:
 
 bench-store: venv  ## batched vs single writes and search latency, both backends
 	bash tools/with-neo4j.sh $(BIN)/python bench/store.py $(ARGS)
+
+bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
+	$(BIN)/python bench/guard.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache

@@ -19,10 +19,12 @@ from rich.table import Table
 from .config import MemoryConfig
 from .errors import GraphmemError
 from .memory import Memory
+from .ontology.cli import ontology_app
 
 app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False)
 console = Console()
 err_console = Console(stderr=True)
+app.add_typer(ontology_app, name="ontology")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML or TOML config file.")]
 UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]

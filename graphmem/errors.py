@@ -7,6 +7,8 @@ who wrote the call.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class GraphmemError(Exception):
     """Base class of every error graphmem raises deliberately."""
@@ -49,3 +51,14 @@ class SchemaMismatchError(StoreError):
 
 class EmbeddingError(GraphmemError):
     """The embedding model could not be loaded or did not answer."""
+
+
+class OntologyError(GraphmemError):
+    """An ontology or shapes file cannot be used; ``path``/``line`` (1-based) point at it when known."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.line = line
+        self.reason = message
+        where = f"{self.path}:{line}: " if self.path is not None and line else f"{self.path}: " if self.path else ""
+        super().__init__(f"{where}{message}")

@@ -177,7 +177,7 @@ class GraphPlanner:
                    it.literal if it.literal is not None else key[it.target.id] if it.target else "")
             for it in items
         ]
-        report = self.guard.check(guard_triples, types, context)
+        report = self.guard.check(guard_triples, types, context, new_entities=[key[entities[k].id] for k in new_keys])
         result.verdicts = report.verdicts
         used: set[str] = set()
         change = result.change
