@@ -188,6 +188,36 @@ def reset(
     console.print("store reset")
 
 
+@ontology_app.command("dry-run")
+def dry_run(
+    ontology: Annotated[list[Path], typer.Option("--ontology", "-o", help="Changed ontology files or folders.")],
+    shapes: Annotated[list[Path] | None, typer.Option("--shapes", "-s", help="Changed shape files or folders.")] = None,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Judge the stored facts with a changed ontology and shapes; exit 1 if any would become invalid.
+
+    Without a scope every scope that holds facts is checked. Nothing is written.
+    """
+    from .ontology import Ontology
+
+    changed = _run(lambda: Ontology.load(ontology, shapes or []))
+    with _memory(config) as m:
+        report = _run(lambda: m.dry_run(changed, user_id=user_id, agent_id=agent_id, run_id=run_id))
+    if as_json:
+        _emit(report, True)
+    else:
+        table = Table(title=f"dry run: {report['checked']} stored facts in {report['scopes']} scopes checked")
+        for col in ("scope", "fact", "why"):
+            table.add_column(col, overflow="fold")
+        for r in report["invalid"]:
+            table.add_row(json.dumps(r["scope"]), f"{r['source']} {r['relation']} {r['target']}", "\n".join(r["reasons"]))
+        console.print(table)
+        console.print(f"{len(report['invalid'])} facts would become invalid")
+    if report["invalid"]:
+        raise typer.Exit(1)
+
+
 DEMO_CONVERSATION = [
     {"role": "user", "content": "Hi, I'm Maya. I work as a data engineer at Northwind in Lisbon.", "name": "Maya"},
     {"role": "assistant", "content": "Nice to meet you, Maya! How can I help?"},

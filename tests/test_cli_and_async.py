@@ -67,3 +67,23 @@ def test_async_memory(tmp_path: Path) -> None:
         await m.close()
 
     asyncio.run(main())
+
+
+def test_ontology_dry_run_cli(tmp_path: Path) -> None:
+    from graphmem import Memory
+
+    with Memory({"home": str(tmp_path), "embedder": {"provider": "hashing"}}) as m:
+        m.add("Ana knows Bo and Cy", user_id="ana", triples=[
+            {"source": "Ana", "relation": "knows", "target": "Bo", "source_type": "Person", "target_type": "Person"},
+            {"source": "Ana", "relation": "knows", "target": "Cy", "target_type": "Person"}])
+    from graphmem.ontology import default_paths
+
+    onto, shapes = default_paths()
+    same = cli(tmp_path, "ontology", "dry-run", "-o", str(onto[0]), "-s", str(shapes[0]), "--json")
+    assert json.loads(same.stdout)["checked"] == 2
+    stricter = tmp_path / "one.shapes.ttl"
+    stricter.write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n@prefix gm: <https://graphmem.dev/ontology#> .\n"
+        "<urn:x:S> a sh:NodeShape ; sh:targetClass gm:Person ; sh:property [ sh:path gm:knows ; sh:maxCount 1 ] .\n")
+    changed = cli(tmp_path, "ontology", "dry-run", "-o", str(onto[0]), "-s", str(stricter), check=False)
+    assert changed.returncode == 1 and "2 facts would become invalid" in changed.stdout
