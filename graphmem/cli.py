@@ -211,7 +211,8 @@ def dry_run(
         for col in ("scope", "fact", "why"):
             table.add_column(col, overflow="fold")
         for r in report["invalid"]:
-            table.add_row(json.dumps(r["scope"]), f"{r['source']} {r['relation']} {r['target']}", "\n".join(r["reasons"]))
+            fact = f"{r['source']} {r['relation']} {r['target']}"
+            table.add_row(json.dumps(r["scope"]), fact, "\n".join(r["reasons"]))
         console.print(table)
         console.print(f"{len(report['invalid'])} facts would become invalid")
     if report["invalid"]:
