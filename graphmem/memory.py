@@ -381,7 +381,8 @@ class Memory:
         k = self._positive(top_k, self.config.search.top_k, "top_k")
         threshold = self.config.search.threshold if threshold is None else threshold
         vector = self.embedder.embed_one(text)
-        cands = self.store.candidates(scope, flt, vector, text, k * self.config.search.overfetch)
+        usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
+        cands = self.store.candidates(scope, flt, usable, text, k * self.config.search.overfetch)
         fused = fuse({"vector": cands.vector, "fulltext": cands.fulltext}, self.config.search)
         results = []
         for hit in fused:
