@@ -64,12 +64,36 @@ class EmbedderConfig(_Section):
 
 class LLMConfig(_Section):
     provider: Literal["none", "openai"] = "none"
+    """``openai``: any OpenAI-compatible chat endpoint (``base_url`` for Ollama, vLLM, LM Studio, Azure).
+    ``none``: the rule-based extractor (spaCy rules from the ontology's labels and synonyms)."""
     model: str = "gpt-4o-mini"
     api_key: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
+    max_output_tokens: int = Field(4096, ge=256)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
+    """Transport retries (429, 5xx, timeouts) done by the openai client, with backoff."""
+    output_retries: int = Field(2, ge=0)
+    """Extra attempts when the output is malformed JSON or fails the schema."""
+    max_splits: int = Field(3, ge=0)
+    """How many times a chunk whose output was cut off (``finish_reason == "length"``) is halved."""
+    structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
+    """``auto`` tries a JSON schema and falls back to JSON mode (plus validation) if the server refuses."""
+    repair: bool = True
+    """Send rejected triples back once with the SHACL messages before quarantining what still fails."""
+
+
+class ChunkingConfig(_Section):
+    strategy: Literal["fixed", "sentence", "recursive", "semantic"] = "recursive"
+    max_tokens: int = Field(2000, ge=16)
+    """Token budget per chunk sent to the extractor. Longer input is split, never truncated."""
+    overlap_tokens: int = Field(0, ge=0)
+    tokenizer: str | None = None
+    """tiktoken encoding name; ``None`` picks the LLM model's encoding when available, else an offline
+    estimate (the chunk result says which counter was used)."""
+    semantic_threshold: float = Field(0.5, ge=-1, le=1)
+    """``semantic``: start a new chunk where adjacent sentences' cosine similarity drops below this."""
 
 
 class OntologyConfig(_Section):
@@ -135,6 +159,7 @@ class MemoryConfig(BaseSettings):
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     ontology: OntologyConfig = Field(default_factory=OntologyConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     version: str = "v1"

@@ -53,6 +53,16 @@ class EmbeddingError(GraphmemError):
     """The embedding model could not be loaded or did not answer."""
 
 
+class LLMError(GraphmemError):
+    """The language model could not be reached, or refused (rate limit, server error) after the
+    configured retries. Nothing of the call was written."""
+
+
+class ExtractionError(GraphmemError):
+    """The language model kept returning output that is cut off or not valid against the extraction
+    schema, after the configured retries. Nothing of the call was written."""
+
+
 class OntologyError(GraphmemError):
     """An ontology or shapes file cannot be used; ``path``/``line`` (1-based) point at it when known."""
 

@@ -1,0 +1,102 @@
+"""What an extractor returns for one chunk, and what it is given.
+
+The same shapes serve the LLM extractor (as the JSON schema of its structured output) and the
+rule-based one. Existing memories and entities are shown to extractors as small integers, never as
+stored ids, so a model cannot invent or corrupt an id: the pipeline maps the integers back.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import MemoryType
+from ..ontology import Ontology
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExtractedMemory(_Strict):
+    text: str = Field(description="One self-contained fact, event or instruction, in the third person.")
+    memory_type: MemoryType = Field(MemoryType.SEMANTIC, description="semantic, episodic or procedural.")
+    event_time: str | None = Field(
+        None, description="ISO-8601 date or datetime when the event happened (episodic), resolved against "
+        "the reference time; null when unknown or not an event.")
+    attributed_to: str | None = Field(None, description="Who said or holds this (a speaker name), if known.")
+    replaces: int | None = Field(
+        None, description="Number of an existing memory this one corrects or updates, else null.")
+
+
+class ExtractedEntity(_Strict):
+    name: str = Field(description="Canonical name as written (e.g. 'Maya Lopez', 'Acme Corp').")
+    type: str | None = Field(None, description="Ontology class (local name, e.g. 'Person', 'City').")
+    aliases: list[str] = Field(default_factory=list, description="Other names used for it in the text.")
+    existing: int | None = Field(None, description="Number of the existing entity it is, else null.")
+
+
+class ExtractedTriple(_Strict):
+    source: str = Field(description="Subject entity name (as in entities).")
+    relation: str = Field(description="Ontology relation (local name, e.g. 'worksFor', 'livesIn').")
+    target: str = Field(description="Object entity name, or a literal value for datatype relations.")
+    valid_from: str | None = Field(None, description="ISO-8601 date from which the fact holds, if stated.")
+    memory: int | None = Field(None, description="Index (0-based) of the extracted memory that states it.")
+
+
+class Extraction(_Strict):
+    memories: list[ExtractedMemory] = Field(default_factory=list)
+    entities: list[ExtractedEntity] = Field(default_factory=list)
+    triples: list[ExtractedTriple] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KnownMemory:
+    number: int
+    text: str
+
+
+@dataclass(frozen=True)
+class KnownEntity:
+    number: int
+    name: str
+    types: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass
+class ExtractionContext:
+    """Everything an extractor may use besides the chunk text."""
+
+    ontology: Ontology
+    reference_time: datetime
+    """Relative dates ("last week") are resolved against this: the message time or ``reference_date``."""
+    speakers: list[str] = field(default_factory=list)
+    memories: list[KnownMemory] = field(default_factory=list)
+    entities: list[KnownEntity] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A triple the guard refused, sent back to the extractor once with the SHACL messages."""
+
+    triple: ExtractedTriple
+    reasons: tuple[str, ...]
+
+
+class Extractor(ABC):
+    """Turns one chunk into memories, entities and triples."""
+
+    name: str
+
+    @abstractmethod
+    def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        """Raise :class:`~graphmem.errors.ExtractionError` when no valid extraction can be obtained."""
+
+    def repair(self, chunk: str, context: ExtractionContext, previous: Extraction,
+               rejected: list[Rejection]) -> list[ExtractedTriple]:
+        """Corrected versions of the rejected triples (may be fewer, or none). Default: none."""
+        return []
