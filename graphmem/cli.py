@@ -80,13 +80,14 @@ def add(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     role: Annotated[str, typer.Option(help="Message role.")] = "user",
     metadata: Annotated[str | None, typer.Option(help="Metadata as a JSON object.")] = None,
+    infer: Annotated[bool, typer.Option(help="Extract memories and facts (else store the text verbatim).")] = True,
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Store a message as memory (Memory.add)."""
     content = sys.stdin.read() if text == "-" else text
     meta = json.loads(metadata) if metadata else None
     with _memory(config) as m:
-        result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta,
+        result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta, infer=infer,
                                     **_scope(user_id, agent_id, run_id)))
     _emit(result, True)
 

@@ -144,6 +144,9 @@ class LimitsConfig(_Section):
     max_batch: int = Field(10_000, ge=1)
     """Messages accepted by one ``add`` call."""
     get_all_limit: int = Field(100, ge=1)
+    near_duplicate: float = Field(0.95, ge=0, le=1)
+    """An extracted memory whose embedding has at least this cosine similarity with one already in
+    the scope is not stored again (event ``NONE``). 1.0 turns it off; verbatim adds use exact hashes."""
 
 
 class MemoryConfig(BaseSettings):

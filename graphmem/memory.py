@@ -19,11 +19,10 @@ from pydantic import ValidationError
 from .config import MemoryConfig
 from .embedding import Embedder, create_embedder
 from .errors import InvalidInputError, NotFoundError
+from .extraction import Extractor
 from .filters import parse as parse_filters
 from .models import (
     EventType,
-    HistoryEvent,
-    MemoryRecord,
     MemoryType,
     Message,
     Scope,
@@ -34,8 +33,9 @@ from .models import (
     utcnow,
 )
 from .pipeline import GraphPlanner, TripleInput, parse_triples
+from .pipeline.ingest import AddRequest, Ingestor
 from .search import fuse
-from .stores.base import GraphWrite, MemoryPatch, NewMemory, Store
+from .stores.base import MemoryPatch, Store
 
 if TYPE_CHECKING:
     from .ontology import Guard, Ontology
@@ -114,6 +114,8 @@ class Memory:
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
         self._ontology: Ontology | None = None
         self._guard: Guard | None = None
+        self._extractor_instance: Extractor | None = None
+        self._chunker: Any = None
 
     @property
     def ontology(self) -> Ontology:
@@ -166,10 +168,13 @@ class Memory:
     ) -> dict[str, Any]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
-        Each user/assistant/tool message becomes one memory (system messages are instructions, not
-        memories, and are skipped). Exact duplicates of a memory already in the same scope are not
-        stored again; they come back with ``event: "NONE"`` and the existing id. ``infer`` is accepted
-        for mem0 compatibility: until an extractor is configured, both settings store the messages.
+        System messages are instructions, not memories, and are skipped. Exact duplicates of a memory
+        already in the same scope are not stored again; they come back with ``event: "NONE"`` and the
+        existing id.
+
+        ``infer=True`` (default) chunks the conversation by token budget and extracts memories, entities
+        and triples from every chunk: with the configured LLM, else with the rule-based extractor.
+        ``infer=False`` stores each message verbatim.
 
         ``triples`` (``{"source", "relation", "target", "source_type"?, "target_type"?, "valid_from"?}``)
         are linked to these memories as provenance. Facts that fail the SHACL shapes are not written to
@@ -180,7 +185,7 @@ class Memory:
         msgs = _messages(messages)
         meta = _metadata(metadata)
         try:
-            mtype = MemoryType(memory_type) if memory_type is not None else MemoryType.SEMANTIC
+            mtype = MemoryType(memory_type) if memory_type is not None else None
         except ValueError:
             raise InvalidInputError(
                 f"memory_type {memory_type!r} is not one of {', '.join(t.value for t in MemoryType)}"
@@ -190,50 +195,32 @@ class Memory:
                 f"{len(msgs)} messages in one add; the limit is {self.config.limits.max_batch} (limits.max_batch)"
             )
         event_time = parse_datetime(timestamp, what="timestamp") if timestamp is not None else None
-        facts = parse_triples(triples)
-        max_chars = self.config.limits.max_memory_chars
-        items = [
-            (m, clean_text(m.content, what=f"messages[{i}].content", max_chars=max_chars))
-            for i, m in enumerate(msgs)
-            if m.role != "system"
-        ]
-        if not items:
-            raise InvalidInputError("messages hold only system messages; there is nothing to remember")
-        del infer  # the extraction pipeline reads it; see the docstring
-        hashes = [text_hash(text) for _, text in items]
-        existing = self.store.find_hashes(scope, list(dict.fromkeys(hashes)))
-        now = utcnow()
-        results: list[dict[str, Any]] = []
-        fresh: list[tuple[MemoryRecord, str]] = []
-        for (msg, text), h in zip(items, hashes, strict=True):
-            if h in existing:
-                results.append({"id": existing[h], "memory": text, "event": EventType.NONE.value})
-                continue
-            record = MemoryRecord(
-                id=new_id(), memory=text, hash=h, memory_type=mtype, user_id=scope.user_id,
-                agent_id=scope.agent_id, run_id=scope.run_id, role=msg.role, actor_id=msg.name,
-                metadata=meta, created_at=now, event_time=event_time,
-            )
-            existing[h] = record.id
-            fresh.append((record, text))
-            results.append({"id": record.id, "memory": text, "event": EventType.ADD.value})
-        memory_ids = list(dict.fromkeys(r["id"] for r in results))
-        plan = self._planner().plan(scope, facts, memory_ids, now, event_time) if facts else None
-        change = plan.change if plan else GraphWrite()
-        if fresh:
-            vectors = self.embedder.embed([text for _, text in fresh])
-            change.memories = [NewMemory(r, v) for (r, _), v in zip(fresh, vectors, strict=True)]
-            change.events[:0] = [
-                HistoryEvent(
-                    memory_id=r.id, event=EventType.ADD, new_memory=r.memory, user_id=r.user_id,
-                    agent_id=r.agent_id, run_id=r.run_id, actor_id=r.actor_id, role=r.role, created_at=now,
-                )
-                for r, _ in fresh
-            ]
-        if change.memories or change.events or change.relations or change.quarantine:
-            self.store.write(scope, change)
-        summary = plan.summary() if plan else {"added": [], "superseded": [], "rejected": []}
-        return {"results": results, "relations": summary}
+        request = AddRequest(scope, msgs, meta, mtype, event_time, parse_triples(triples), infer)
+        return self._ingestor().add(request, utcnow())
+
+    def _ingestor(self) -> Ingestor:
+        return Ingestor(self.config, self.store, self.embedder, self._planner, self._extractor, self._chunk)
+
+    def _extractor(self) -> Extractor:
+        if self._extractor_instance is None:
+            if self.config.llm.provider == "openai":
+                from .extraction.llm import LLMExtractor
+
+                self._extractor_instance = LLMExtractor(self.config.llm)
+            else:
+                from .extraction.rules import RuleExtractor
+
+                self._extractor_instance = RuleExtractor(self.ontology)
+            log.info("graphmem extractor: %s", self._extractor_instance.name)
+        return self._extractor_instance
+
+    def _chunk(self, lines: list[str]) -> list[str]:
+        if self._chunker is None:
+            from .chunking import from_config
+
+            model = self.config.llm.model if self.config.llm.provider == "openai" else None
+            self._chunker = from_config(self.config.chunking, model, embed=self.embedder.embed)
+        return [c.text for c in self._chunker(lines)]
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,

@@ -24,7 +24,7 @@ def cli(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedP
 
 
 def test_cli_mirrors_the_api(tmp_path: Path) -> None:
-    added = json.loads(cli(tmp_path, "add", "I play the cello on Sundays", "-u", "ann",
+    added = json.loads(cli(tmp_path, "add", "I play the cello on Sundays", "-u", "ann", "--no-infer",
                            "--metadata", '{"k": 1}').stdout)
     mid = added["results"][0]["id"]
     found = json.loads(cli(tmp_path, "search", "cello", "-u", "ann", "--json").stdout)
@@ -51,9 +51,9 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
 def test_async_memory(tmp_path: Path) -> None:
     async def main() -> None:
         m = AsyncMemory({"home": str(tmp_path), "embedder": {"provider": "hashing"}})
-        added = await m.add("async hello world", user_id="a")
+        added = await m.add("async hello world", infer=False, user_id="a")
         mid = added["results"][0]["id"]
-        results = await asyncio.gather(*(m.add(f"parallel {i}", user_id="a") for i in range(8)))
+        results = await asyncio.gather(*(m.add(f"parallel {i}", infer=False, user_id="a") for i in range(8)))
         assert all(r["results"][0]["event"] == "ADD" for r in results)
         assert (await m.search("hello", user_id="a"))["results"][0]["id"] == mid
         assert len((await m.get_all(user_id="a"))["results"]) == 9
@@ -73,7 +73,7 @@ def test_ontology_dry_run_cli(tmp_path: Path) -> None:
     from graphmem import Memory
 
     with Memory({"home": str(tmp_path), "embedder": {"provider": "hashing"}}) as m:
-        m.add("Ana knows Bo and Cy", user_id="ana", triples=[
+        m.add("Ana knows Bo and Cy", infer=False, user_id="ana", triples=[
             {"source": "Ana", "relation": "knows", "target": "Bo", "source_type": "Person", "target_type": "Person"},
             {"source": "Ana", "relation": "knows", "target": "Cy", "target_type": "Person"}])
     from graphmem.ontology import default_paths

@@ -35,11 +35,11 @@ def open_facts(mem: Memory, uid: str) -> set[tuple[str, str, str]]:
 
 
 def test_guard_rejects_with_the_right_constraint(mem: Memory, uid: str) -> None:
-    ok = mem.add("Li is married to Mei", user_id=uid, triples=[
+    ok = mem.add("Li is married to Mei", infer=False, user_id=uid, triples=[
         {"source": "Li", "relation": "married to", "target": "Mei", "source_type": "Person", "target_type": "Person"},
     ])
     assert ok["relations"]["rejected"] == [] and len(ok["relations"]["added"]) == 1
-    result = mem.add("Li told us many things", user_id=uid, triples=[
+    result = mem.add("Li told us many things", infer=False, user_id=uid, triples=[
         # wrong range class: a person does not live in a person
         {"source": "Li", "relation": "lives in", "target": "Bob", "target_type": "Person"},
         # second value of a property only its shape limits to one (marriedTo is not functional)
@@ -71,9 +71,9 @@ def _q(mem: Memory, uid: str, target: str) -> dict[str, Any]:
 
 
 def test_functional_property_supersedes_instead_of_rejecting(mem: Memory, uid: str) -> None:
-    mem.add("I live in Beijing", user_id=uid, timestamp="2021-05-01", triples=[
+    mem.add("I live in Beijing", infer=False, user_id=uid, timestamp="2021-05-01", triples=[
         {"source": "Wei", "relation": "lives in", "target": "Beijing", "source_type": "Person", "target_type": "City"}])
-    moved = mem.add("I moved from Beijing to Shanghai", user_id=uid, timestamp="2024-02-01", triples=[
+    moved = mem.add("I moved from Beijing to Shanghai", infer=False, user_id=uid, timestamp="2024-02-01", triples=[
         {"source": "Wei", "relation": "moved to", "target": "Shanghai", "target_type": "City"}])
     assert moved["relations"]["rejected"] == []
     [sup] = moved["relations"]["superseded"]
@@ -88,9 +88,9 @@ def test_functional_property_supersedes_instead_of_rejecting(mem: Memory, uid: s
 
 
 def test_rejected_value_does_not_close_the_old_edge(mem: Memory, uid: str) -> None:
-    mem.add("I live in Oslo", user_id=uid, triples=[
+    mem.add("I live in Oslo", infer=False, user_id=uid, triples=[
         {"source": "Kari", "relation": "livesIn", "target": "Oslo", "source_type": "Person", "target_type": "City"}])
-    bad = mem.add("I live in my friend Ola", user_id=uid, triples=[
+    bad = mem.add("I live in my friend Ola", infer=False, user_id=uid, triples=[
         {"source": "Kari", "relation": "livesIn", "target": "Ola", "target_type": "Person"}])
     assert len(bad["relations"]["rejected"]) == 1 and bad["relations"]["superseded"] == []
     assert open_facts(mem, uid) == {("Kari", "livesIn", "Oslo")}
@@ -101,10 +101,10 @@ def test_caller_triples_are_validated_input(mem: Memory, uid: str) -> None:
                 [{"source": "", "relation": "knows", "target": "b"}],
                 [{"source": "a", "relation": "knows\x00", "target": "b"}]]:
         with pytest.raises(InvalidInputError):
-            mem.add("text", user_id=uid, triples=bad)  # type: ignore[arg-type]
+            mem.add("text", infer=False, user_id=uid, triples=bad)  # type: ignore[arg-type]
     assert mem.get_all(user_id=uid)["results"] == []
     # Cypher-looking names are just unknown relation names: quarantined as data, never run
-    sneaky = mem.add("text", user_id=uid, triples=[
+    sneaky = mem.add("text", infer=False, user_id=uid, triples=[
         {"source": "a", "relation": "x]->() DETACH DELETE n //", "target": "b"}])
     assert len(sneaky["relations"]["rejected"]) == 1
     assert mem.get_all(user_id=uid)["results"]
@@ -117,9 +117,9 @@ def test_quarantine_recheck_after_relaxing_a_shape(backend: str, tmp_path: Path,
     shapes_file = relaxed / "graphmem.shapes.ttl"
     text = shapes_file.read_text()
     strict = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
-    strict.add("Li is married to Mei", user_id=uid, triples=[
+    strict.add("Li is married to Mei", infer=False, user_id=uid, triples=[
         {"source": "Li", "relation": "marriedTo", "target": "Mei", "source_type": "Person", "target_type": "Person"}])
-    strict.add("and to Yan", user_id=uid, triples=[
+    strict.add("and to Yan", infer=False, user_id=uid, triples=[
         {"source": "Li", "relation": "marriedTo", "target": "Yan", "target_type": "Person"}])
     [entry] = strict.rejected(user_id=uid)
     assert strict.recheck(user_id=uid)["released"] == []  # same shapes: still rejected
@@ -152,7 +152,7 @@ def test_dry_run_reports_stored_facts_a_stricter_shape_rejects(backend: str, tmp
 
     onto_dirs, _ = default_paths()
     mem = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
-    mem.add("facts", user_id=uid, triples=[
+    mem.add("facts", infer=False, user_id=uid, triples=[
         {"source": "Ana", "relation": "knows", "target": "Bo", "source_type": "Person", "target_type": "Person"},
         {"source": "Ana", "relation": "knows", "target": "Cy", "target_type": "Person"},
         {"source": "Ana", "relation": "livesIn", "target": "Rome", "target_type": "City"},

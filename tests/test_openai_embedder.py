@@ -63,6 +63,6 @@ def test_unreachable_endpoint_is_a_typed_error() -> None:
 
 def test_memory_with_openai_embedder_end_to_end(server: StandinServer, tmp_path: Path) -> None:
     m = Memory({"home": str(tmp_path), "embedder": config(server).model_dump()})
-    m.add("the staging database runs on port 5433", user_id="ops")
+    m.add("the staging database runs on port 5433", infer=False, user_id="ops")
     assert m.search("staging database port", user_id="ops")["results"][0]["memory"].startswith("the staging")
     m.close()

@@ -18,7 +18,7 @@ def _config(path: Path) -> dict[str, object]:
 def _writer(path: str, worker: int, n: int) -> None:
     with Memory(_config(Path(path))) as m:
         for i in range(n):
-            m.add(f"process {worker} wrote fact number {i}", user_id="shared", metadata={"w": worker})
+            m.add(f"process {worker} wrote fact number {i}", infer=False, user_id="shared", metadata={"w": worker})
             if i % 10 == 0:
                 m.search(f"fact {i}", user_id="shared")
 
@@ -26,7 +26,7 @@ def _writer(path: str, worker: int, n: int) -> None:
 def test_several_processes_write_one_file_without_lock_errors(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     with Memory(_config(db)) as m:  # create the schema, and keep a reader open during the writes
-        m.add("seed", user_id="shared")
+        m.add("seed", infer=False, user_id="shared")
         assert m.search("fact", user_id="shared")["results"]
         ctx = mp.get_context("spawn")
         procs = [ctx.Process(target=_writer, args=(str(db), w, 40)) for w in range(4)]
@@ -54,5 +54,5 @@ def test_memory_without_config_uses_graphmem_home(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("GRAPHMEM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("GRAPHMEM_EMBEDDER__PROVIDER", "hashing")
     with Memory() as m:
-        m.add("hello", user_id="u")
+        m.add("hello", infer=False, user_id="u")
     assert (tmp_path / "home" / "graphmem.db").exists()

@@ -25,7 +25,7 @@ def test_add_get_update_delete_roundtrip(mem: Memory, uid: str) -> None:
     added = mem.add(
         [{"role": "user", "content": "I adopted a cat named Miso", "name": "Ana"},
          {"role": "assistant", "content": "Miso is a lovely name for a cat."}],
-        user_id=uid, agent_id="helper", metadata={"topic": "pets", "priority": 2}, memory_type="episodic",
+        infer=False, user_id=uid, agent_id="helper", metadata={"topic": "pets", "priority": 2}, memory_type="episodic",
         timestamp="2024-05-01T10:00:00Z",
     )
     assert [r["event"] for r in added["results"]] == ["ADD", "ADD"]
@@ -56,13 +56,13 @@ def test_add_get_update_delete_roundtrip(mem: Memory, uid: str) -> None:
 
 
 def test_exact_duplicate_is_not_stored_twice(mem: Memory, uid: str) -> None:
-    a = mem.add("I live in Lisbon", user_id=uid)
-    b = mem.add("  i LIVE in   lisbon ", user_id=uid)
+    a = mem.add("I live in Lisbon", infer=False, user_id=uid)
+    b = mem.add("  i LIVE in   lisbon ", infer=False, user_id=uid)
     assert b["results"][0]["event"] == "NONE"
     assert b["results"][0]["id"] == a["results"][0]["id"]
     assert len(mem.get_all(user_id=uid)["results"]) == 1
     # the same text in another scope is another tenant's memory
-    other = mem.add("I live in Lisbon", user_id=uid + "-other")
+    other = mem.add("I live in Lisbon", infer=False, user_id=uid + "-other")
     assert other["results"][0]["event"] == "ADD"
 
 
@@ -74,7 +74,7 @@ def test_vector_and_fulltext_each_find_on_their_own(mem: Memory, uid: str) -> No
         "I go climbing at the gym on Tuesdays",
     ]
     added = {r["memory"]: r["id"] for r in mem.add([{"role": "user", "content": t} for t in texts],
-                                                     user_id=uid)["results"]}
+                                                     infer=False, user_id=uid)["results"]}
     scope = Scope(user_id=uid)
     vec = mem.embedder.embed_one("favourite programming languages")
     cands = mem.store.candidates(scope, None, vec, None, 3)
@@ -97,7 +97,7 @@ def test_vector_and_fulltext_each_find_on_their_own(mem: Memory, uid: str) -> No
 
 def test_search_respects_filters_threshold_and_top_k(mem: Memory, uid: str) -> None:
     for i in range(6):
-        mem.add(f"note number {i} about gardening", user_id=uid, metadata={"i": i, "even": i % 2 == 0})
+        mem.add(f"note number {i} about gardening", infer=False, user_id=uid, metadata={"i": i, "even": i % 2 == 0})
     res = mem.search("gardening note", user_id=uid, filters={"even": True}, top_k=10)
     assert sorted(r["metadata"]["i"] for r in res["results"]) == [0, 2, 4]
     assert len(mem.search("gardening note", user_id=uid, top_k=2)["results"]) == 2
@@ -170,7 +170,7 @@ def test_filters_agree_with_reference_semantics(mem: Memory, uid: str) -> None:
 
 
 def test_history_outlives_delete_and_is_scoped(mem: Memory, uid: str) -> None:
-    mid = mem.add("temporary note", user_id=uid)["results"][0]["id"]
+    mid = mem.add("temporary note", infer=False, user_id=uid)["results"][0]["id"]
     mem.delete(mid, user_id=uid)
     assert [h["event"] for h in mem.history(mid, user_id=uid)] == ["ADD", "DELETE"]
     with pytest.raises(NotFoundError):
@@ -184,7 +184,7 @@ def test_history_outlives_delete_and_is_scoped(mem: Memory, uid: str) -> None:
     "multi\nline\ttext with \"quotes\" and 'apostrophes' and \\backslashes\\ and $params {braces}",
 ])
 def test_unicode_and_large_texts_roundtrip(mem: Memory, uid: str, text: str) -> None:
-    mid = mem.add(text, user_id=uid)["results"][0]["id"]
+    mid = mem.add(text, infer=False, user_id=uid)["results"][0]["id"]
     stored = mem.get(mid, user_id=uid)["memory"]
     import unicodedata
 
@@ -195,9 +195,9 @@ def test_unicode_and_large_texts_roundtrip(mem: Memory, uid: str, text: str) -> 
 def test_tenant_isolation(mem: Memory, uid: str) -> None:
     """No call made with scope A ever returns, changes or deletes scope B's data."""
     a, b = uid + "-a", uid + "-b"
-    a_ids = ids(mem.add([{"role": "user", "content": f"alpha secret {i}"} for i in range(3)], user_id=a))
-    b_ids = ids(mem.add([{"role": "user", "content": f"alpha secret {i}"} for i in range(3)], user_id=b))
-    b_sub = ids(mem.add("alpha secret in a run", user_id=b, agent_id="bot", run_id="r1"))
+    a_ids = ids(mem.add([{"role": "user", "content": f"alpha secret {i}"} for i in range(3)], infer=False, user_id=a))
+    b_ids = ids(mem.add([{"role": "user", "content": f"alpha secret {i}"} for i in range(3)], infer=False, user_id=b))
+    b_sub = ids(mem.add("alpha secret in a run", infer=False, user_id=b, agent_id="bot", run_id="r1"))
     b_before = {i: mem.get(i, user_id=b) for i in b_ids + b_sub}
 
     for bid in b_ids + b_sub:
@@ -228,7 +228,7 @@ def test_every_call_needs_a_scope(mem: Memory) -> None:
     calls = [
         lambda: mem.add("x"), lambda: mem.search("x"), lambda: mem.get("id"), lambda: mem.get_all(),
         lambda: mem.update("id", "x"), lambda: mem.delete("id"), lambda: mem.delete_all(),
-        lambda: mem.history("id"), lambda: mem.add("x", user_id=""), lambda: mem.add("x", user_id="a\x00b"),
+        lambda: mem.history("id"), lambda: mem.add("x", infer=False, user_id=""), lambda: mem.add("x", infer=False, user_id="a\x00b"),
     ]
     for call in calls:
         with pytest.raises(ScopeError):
@@ -241,17 +241,17 @@ def test_every_call_needs_a_scope(mem: Memory) -> None:
 ])
 def test_bad_input_is_refused_and_nothing_written(mem: Memory, uid: str, bad: Any) -> None:
     with pytest.raises(InvalidInputError):
-        mem.add(bad, user_id=uid)
+        mem.add(bad, infer=False, user_id=uid)
     assert mem.get_all(user_id=uid)["results"] == []
 
 
 def test_oversized_and_bad_metadata_refused(mem: Memory, uid: str) -> None:
     with pytest.raises(InvalidInputError, match="max_memory_chars"):
-        mem.add("y" * (mem.config.limits.max_memory_chars + 1), user_id=uid)
+        mem.add("y" * (mem.config.limits.max_memory_chars + 1), infer=False, user_id=uid)
     with pytest.raises(InvalidInputError):
-        mem.add("ok", user_id=uid, metadata={"when": object()})
+        mem.add("ok", infer=False, user_id=uid, metadata={"when": object()})
     with pytest.raises(InvalidInputError):
-        mem.add("ok", user_id=uid, memory_type="dream")
+        mem.add("ok", infer=False, user_id=uid, memory_type="dream")
     with pytest.raises(InvalidInputError):
         mem.search("ok", user_id=uid, top_k=0)
     assert mem.get_all(user_id=uid)["results"] == []
@@ -280,7 +280,7 @@ def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
     def writer(t: int) -> None:
         try:
             for i in range(15):
-                mem.add(f"thread {t} fact {i}", user_id=uid, metadata={"t": t})
+                mem.add(f"thread {t} fact {i}", infer=False, user_id=uid, metadata={"t": t})
         except BaseException as exc:  # collected and asserted below
             errors.append(exc)
 
@@ -292,7 +292,7 @@ def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
     assert errors == []
     assert mem.store.count(Scope(user_id=uid)) == 90
 
-    target = mem.add("shared counter memory", user_id=uid)["results"][0]["id"]
+    target = mem.add("shared counter memory", infer=False, user_id=uid)["results"][0]["id"]
 
     def patcher(t: int) -> None:
         try:
@@ -312,8 +312,8 @@ def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
 
 
 def test_search_sees_updates_and_deletes(mem: Memory, uid: str) -> None:
-    mid = mem.add("the meeting room is Orion", user_id=uid)["results"][0]["id"]
-    other = mem.add("lunch is at noon", user_id=uid)["results"][0]["id"]
+    mid = mem.add("the meeting room is Orion", infer=False, user_id=uid)["results"][0]["id"]
+    other = mem.add("lunch is at noon", infer=False, user_id=uid)["results"][0]["id"]
     mem.update(mid, "the meeting room moved to Vega", user_id=uid)
     assert ids(mem.search("Vega meeting room", user_id=uid, top_k=1)) == [mid]
     assert "Orion" not in str(mem.search("Orion", user_id=uid))
@@ -348,7 +348,7 @@ def test_crowded_index_still_finds_the_scopes_matches(mem: Memory, uid: str) -> 
                          user_id=crowd, created_at=now) for i in range(400)]
     mem.store.insert([NewMemory(r, vec) for r in recs], [])
     mine = ids(mem.add([{"role": "user", "content": f"one zebra among other notes {i}"} for i in range(3)],
-                       user_id=uid))
+                       infer=False, user_id=uid))
     cands = mem.store.candidates(Scope(user_id=uid), None, vec, "zebra stripes", 5)
     assert {i for i, _ in cands.fulltext} == set(mine)
     assert {i for i, _ in cands.vector} == set(mine)

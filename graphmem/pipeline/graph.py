@@ -93,6 +93,7 @@ class _Item:
     target: Entity | None
     literal: TypedLiteral | None
     valid_from: datetime
+    memory_ids: list[str]
     closes: list[Relation] = field(default_factory=list)
     quarantine_id: str | None = None
 
@@ -110,8 +111,9 @@ class GraphPlanner:
 
     def plan(
         self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
-        default_time: datetime | None = None,
+        default_time: datetime | None = None, provenance: Sequence[Sequence[str]] | None = None,
     ) -> GraphPlan:
+        """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own."""
         result = GraphPlan()
         if not triples:
             return result
@@ -145,7 +147,8 @@ class GraphPlanner:
                     grown.add(key)
             return ent
 
-        for t, kind in zip(triples, kinds, strict=True):
+        supports = [list(p) for p in provenance] if provenance is not None else [list(memory_ids)] * len(triples)
+        for t, kind, support in zip(triples, kinds, supports, strict=True):
             rel = onto.relation_info(t.relation)
             when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default_time or now)
             domain = rel.domain if rel and len(rel.domain) == 1 else ()
@@ -153,11 +156,11 @@ class GraphPlanner:
             if kind == "datatype" and rel is not None:
                 dt = rel.range[0] if len(rel.range) == 1 else None
                 lit = TypedLiteral(_lexical(t.target), dt)
-                items.append(_Item(t, rel.iri, True, src, None, lit, when))
+                items.append(_Item(t, rel.iri, True, src, None, lit, when, support))
             else:
                 rng = rel.range if rel and len(rel.range) == 1 else ()
                 tgt = entity_for(str(t.target), t.target_type, rng)
-                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when))
+                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, support))
         for it in items:  # entities may have gained classes after an item captured them
             it.source = entities[norm_name(it.source.name)]
             if it.target is not None:
@@ -180,19 +183,22 @@ class GraphPlanner:
         report = self.guard.check(guard_triples, types, context, new_entities=[key[entities[k].id] for k in new_keys])
         result.verdicts = report.verdicts
         used: set[str] = set()
+        mentions: set[tuple[str, str]] = set()
         change = result.change
         for it, verdict in zip(items, report.verdicts, strict=True):
             if verdict.accepted:
-                self._accept(it, memory_ids, scope, now, result)
-                used.update(e.id for e in (it.source, it.target) if e is not None)
+                self._accept(it, scope, now, result)
+                ends = [e.id for e in (it.source, it.target) if e is not None]
+                used.update(ends)
+                mentions.update((m, e) for m in it.memory_ids for e in ends)
             else:
-                self._reject(it, verdict, memory_ids, scope, now, report.fingerprint, result)
+                self._reject(it, verdict, scope, now, report.fingerprint, result)
         fresh = [e for k, e in entities.items() if k in new_keys and e.id in used]
         if fresh:
             vectors = self.embedder.embed([e.name for e in fresh])
             change.entities = [NewEntity(e, v) for e, v in zip(fresh, vectors, strict=True)]
         change.entity_updates = [e for k, e in entities.items() if k in grown and e.id in used]
-        change.mentions = sorted({(m, e) for m in memory_ids for e in used})
+        change.mentions = sorted(mentions)
         return result
 
     # -- steps ------------------------------------------------------------------------------------
@@ -230,12 +236,12 @@ class GraphPlanner:
         )
         return Triple(key.get(r.source_id, r.source_id), r.relation, obj)
 
-    def _accept(self, it: _Item, memory_ids: Sequence[str], scope: Scope, now: datetime, out: GraphPlan) -> None:
+    def _accept(self, it: _Item, scope: Scope, now: datetime, out: GraphPlan) -> None:
         assert it.relation is not None
         rel = Relation(
             source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
             value=it.literal.value if it.literal else None, datatype=it.literal.datatype if it.literal else None,
-            memory_ids=list(memory_ids), valid_from=it.valid_from, created_at=now,
+            memory_ids=list(it.memory_ids), valid_from=it.valid_from, created_at=now,
             user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
         )
         out.change.relations.append(rel)
@@ -246,17 +252,17 @@ class GraphPlanner:
             out.change.closes.append((old.id, it.valid_from))
             out.superseded.append({"id": old.id, "by": rel.id, "relation": summary["relation"],
                                    "source": it.source.name, "valid_to": it.valid_from.isoformat()})
-            for mid in memory_ids[:1]:
+            for mid in it.memory_ids[:1]:
                 out.change.events.append(HistoryEvent(
                     memory_id=mid, event=EventType.SUPERSEDE, user_id=scope.user_id, agent_id=scope.agent_id,
                     run_id=scope.run_id, created_at=now, details={"relation_id": old.id, "by": rel.id},
                 ))
 
-    def _reject(self, it: _Item, verdict: Verdict, memory_ids: Sequence[str], scope: Scope, now: datetime,
-                fingerprint: str, out: GraphPlan) -> None:
+    def _reject(self, it: _Item, verdict: Verdict, scope: Scope, now: datetime, fingerprint: str,
+                out: GraphPlan) -> None:
         triple = {**it.given.as_given(), "relation_iri": it.relation}
         entry = QuarantineEntry(
-            triple=triple, reasons=[r.to_dict() for r in verdict.violations], memory_ids=list(memory_ids),
+            triple=triple, reasons=[r.to_dict() for r in verdict.violations], memory_ids=list(it.memory_ids),
             ontology=fingerprint, user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
             created_at=now,
         )
@@ -264,7 +270,7 @@ class GraphPlanner:
         out.change.quarantine.append(entry)
         out.rejected.append({"quarantine_id": entry.id, **it.given.as_given(),
                              "reasons": [r.text for r in verdict.violations]})
-        for mid in memory_ids[:1]:
+        for mid in it.memory_ids[:1]:
             out.change.events.append(HistoryEvent(
                 memory_id=mid, event=EventType.REJECT, user_id=scope.user_id, agent_id=scope.agent_id,
                 run_id=scope.run_id, created_at=now, details={"quarantine_id": entry.id},

@@ -1,0 +1,307 @@
+"""The ``add`` write path: messages (and caller triples) in, one transaction out.
+
+With ``infer=False`` every message is stored as a memory verbatim. With ``infer=True`` the rendered
+conversation is chunked by token budget, every chunk is extracted (LLM, or the rule-based extractor
+when no LLM is configured), and the extracted memories and triples take the same path as verbatim
+ones: deduplication, embedding in one batch, entity resolution, conflict resolution, the SHACL guard
+(with one repair round for extracted triples), then a single atomic write.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..config import MemoryConfig
+from ..embedding import Embedder
+from ..errors import InvalidInputError
+from ..extraction import (
+    ExtractedTriple,
+    Extraction,
+    ExtractionContext,
+    Extractor,
+    KnownEntity,
+    KnownMemory,
+    Rejection,
+)
+from ..models import (
+    EventType,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    Message,
+    Scope,
+    clean_text,
+    new_id,
+    norm_name,
+    parse_datetime,
+    text_hash,
+)
+from ..stores.base import NewMemory, Store
+from .graph import GraphPlan, GraphPlanner, TripleInput
+
+log = logging.getLogger("graphmem")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Draft:
+    """A memory about to be written (or found to be a duplicate)."""
+
+    text: str
+    role: str | None
+    actor_id: str | None
+    memory_type: MemoryType
+    event_time: datetime | None
+    chunk: int | None = None
+    id: str | None = None
+    event: EventType = EventType.ADD
+
+
+@dataclass
+class Fact:
+    triple: TripleInput
+    drafts: list[int]
+    """Indexes of the drafts that state it (its provenance)."""
+    chunk: int | None = None
+
+
+@dataclass
+class AddRequest:
+    scope: Scope
+    messages: list[Message]
+    metadata: dict[str, Any]
+    memory_type: MemoryType | None
+    event_time: datetime | None
+    triples: list[TripleInput]
+    infer: bool
+
+
+@dataclass
+class _Extracted:
+    drafts: list[Draft] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)
+    contexts: list[ExtractionContext] = field(default_factory=list)
+    extractions: list[Extraction] = field(default_factory=list)
+
+
+def render(message: Message, text: str) -> str:
+    """One conversation line as extractors see it: ``Speaker: text``."""
+    return f"{message.name or message.role}: {text}"
+
+
+class Ingestor:
+    """Runs ``add`` for one :class:`~graphmem.memory.Memory`. Holds no per-call state."""
+
+    def __init__(
+        self, config: MemoryConfig, store: Store, embedder: Embedder, planner: Callable[[], GraphPlanner],
+        extractor: Callable[[], Extractor], chunker: Callable[[list[str]], list[str]],
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self.planner = planner
+        self.extractor = extractor
+        self.chunker = chunker
+
+    def add(self, req: AddRequest, now: datetime) -> dict[str, Any]:
+        max_chars = self.config.limits.max_memory_chars
+        infer = req.infer
+        texts = []
+        for i, m in enumerate(req.messages):
+            if m.role == "system":
+                continue
+            # extracted input is chunked, so only verbatim memories are bound by the memory size limit
+            limit = None if infer else max_chars
+            texts.append((m, clean_text(m.content, what=f"messages[{i}].content", max_chars=limit)))
+        if not texts:
+            raise InvalidInputError("messages hold only system messages; there is nothing to remember")
+        extracted = self._extract(req, texts, now) if infer else None
+        if extracted is not None:
+            drafts = extracted.drafts
+        else:
+            drafts = [Draft(text, m.role, m.name, req.memory_type or MemoryType.SEMANTIC, req.event_time)
+                      for m, text in texts]
+        vectors = self._deduplicate(req.scope, drafts, near=infer)
+        facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
+        if extracted is not None:
+            facts += extracted.facts
+        plan = self._plan(req, drafts, facts, now)
+        if extracted is not None and plan.rejected and self.config.llm.repair:
+            plan = self._repair(req, drafts, facts, plan, extracted, now)
+        change = plan.change
+        fresh = [(d, v) for d, v in zip(drafts, vectors, strict=True) if d.event is EventType.ADD and v is not None]
+        change.memories = [NewMemory(self._record(req, d, now), v) for d, v in fresh]
+        change.events[:0] = [
+            HistoryEvent(memory_id=d.id or "", event=EventType.ADD, new_memory=d.text, user_id=req.scope.user_id,
+                         agent_id=req.scope.agent_id, run_id=req.scope.run_id, actor_id=d.actor_id, role=d.role,
+                         created_at=now)
+            for d, _ in fresh
+        ]
+        if change.memories or change.events or change.relations or change.quarantine:
+            self.store.write(req.scope, change)
+        out: dict[str, Any] = {
+            "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in drafts],
+            "relations": plan.summary(),
+        }
+        if extracted is not None:
+            out["chunks"] = len(extracted.chunks)
+        return out
+
+    # -- steps ------------------------------------------------------------------------------------
+    def _record(self, req: AddRequest, d: Draft, now: datetime) -> MemoryRecord:
+        return MemoryRecord(
+            id=d.id or new_id(), memory=d.text, hash=text_hash(d.text), memory_type=d.memory_type,
+            user_id=req.scope.user_id, agent_id=req.scope.agent_id, run_id=req.scope.run_id, role=d.role,
+            actor_id=d.actor_id, metadata=req.metadata, created_at=now, event_time=d.event_time,
+        )
+
+    def _deduplicate(self, scope: Scope, drafts: list[Draft], *, near: bool) -> list[Any]:
+        """Give every draft an id: an existing memory's (exact or, for extracted text, near-duplicate:
+        event NONE) or a new one. Returns the embeddings of the new ones (``None`` for duplicates)."""
+        hashes = [text_hash(d.text) for d in drafts]
+        existing = self.store.find_hashes(scope, list(dict.fromkeys(hashes)))
+        for d, h in zip(drafts, hashes, strict=True):
+            if h in existing:
+                d.id, d.event = existing[h], EventType.NONE
+            else:
+                d.id = existing[h] = new_id()
+        new = [d for d in drafts if d.event is EventType.ADD]
+        matrix = self.embedder.embed([d.text for d in new]) if new else np.zeros((0, self.embedder.dims))
+        by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
+        threshold = self.config.limits.near_duplicate
+        if near and threshold < 1.0:
+            for d in new:
+                hits = self.store.candidates(scope, None, by_id[d.id], None, 1).vector
+                if hits and hits[0][1] >= threshold:
+                    d.id, d.event = hits[0][0], EventType.NONE
+        return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
+
+    def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime) -> GraphPlan:
+        ids = [d.id or "" for d in drafts]
+        return self.planner().plan(
+            req.scope, [f.triple for f in facts], [], now, req.event_time,
+            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
+        )
+
+    def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
+                ex: _Extracted, now: datetime) -> GraphPlan:
+        """One re-ask per chunk with the SHACL messages, then one more plan of the accepted facts plus
+        the corrections. The first round's rejected triples stay quarantined either way: what the
+        model first said is kept with its reasons, never lost."""
+        extractor = self.extractor()
+        rejected = [i for i, v in enumerate(first.verdicts) if not v.accepted and facts[i].chunk is not None]
+        by_chunk: dict[int, list[int]] = {}
+        for i in rejected:
+            by_chunk.setdefault(facts[i].chunk or 0, []).append(i)
+        repaired: list[Fact] = []
+        for c, idx in by_chunk.items():
+            rejections = [Rejection(_as_extracted(facts[i].triple), tuple(first.verdicts[i].reasons())) for i in idx]
+            provenance = sorted({d for i in idx for d in facts[i].drafts})
+            for t in extractor.repair(ex.chunks[c], ex.contexts[c], ex.extractions[c], rejections):
+                try:
+                    triple = TripleInput(source=t.source, relation=t.relation, target=t.target,
+                                         valid_from=_maybe_iso(t.valid_from))
+                except (ValueError, InvalidInputError) as exc:
+                    log.warning("repaired triple dropped, not a valid triple: %s", exc)
+                    continue
+                repaired.append(Fact(triple, provenance, c))
+        if not repaired:
+            return first
+        failed = {i for i, v in enumerate(first.verdicts) if not v.accepted}
+        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now)
+        second.change.quarantine[:0] = first.change.quarantine
+        second.change.events[:0] = [e for e in first.change.events if e.event is EventType.REJECT]
+        second.rejected[:0] = first.rejected
+        return second
+
+    def _extract(self, req: AddRequest, texts: list[tuple[Message, str]], now: datetime) -> _Extracted:
+        out = _Extracted()
+        reference = req.event_time or now
+        speakers = sorted({m.name for m, _ in texts if m.name})
+        out.chunks = self.chunker([render(m, t) for m, t in texts])
+        extractor = self.extractor()
+        vectors = self.embedder.embed(out.chunks)
+        for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
+            ctx = ExtractionContext(
+                ontology=self.planner().ontology, reference_time=reference, speakers=speakers,
+                memories=self._known_memories(req.scope, chunk, vec), entities=self._known_entities(req.scope, chunk),
+            )
+            result = extractor.extract(chunk, ctx)
+            out.contexts.append(ctx)
+            out.extractions.append(result)
+            self._collect(req, c, chunk, ctx, result, out)
+        return out
+
+    def _collect(self, req: AddRequest, c: int, chunk: str, ctx: ExtractionContext, result: Extraction,
+                 out: _Extracted) -> None:
+        first = len(out.drafts)
+        for m in result.memories:
+            try:
+                text = clean_text(m.text, what="extracted memory", max_chars=self.config.limits.max_memory_chars)
+            except InvalidInputError as exc:
+                log.warning("extracted memory dropped: %s", exc)
+                continue
+            when = _maybe_time(m.event_time)
+            role = "user" if m.attributed_to and m.attributed_to in ctx.speakers else "assistant"
+            out.drafts.append(Draft(text, role if m.attributed_to else None, m.attributed_to,
+                                    req.memory_type or m.memory_type, when or req.event_time, c))
+        count = len(out.drafts) - first
+        known = {k.number: k.name for k in ctx.entities}
+        types: dict[str, str] = {}
+        rename: dict[str, str] = {}
+        for e in result.entities:
+            if e.existing is not None and e.existing in known:
+                rename[e.name] = known[e.existing]
+            if e.type:
+                types[norm_name(rename.get(e.name, e.name))] = e.type
+        everything = list(range(first, first + count))
+        for t in result.triples:
+            src, tgt = rename.get(t.source, t.source), rename.get(t.target, t.target)
+            try:
+                triple = TripleInput(source=src, relation=t.relation, target=tgt, valid_from=_maybe_iso(t.valid_from),
+                                     source_type=types.get(norm_name(src)), target_type=types.get(norm_name(tgt)))
+            except (ValueError, InvalidInputError) as exc:
+                log.warning("extracted triple dropped, not a valid triple: %s", exc)
+                continue
+            drafts = [first + t.memory] if t.memory is not None and 0 <= t.memory < count else everything
+            out.facts.append(Fact(triple, drafts or everything, c))
+
+    def _known_memories(self, scope: Scope, chunk: str, vector: Any) -> list[KnownMemory]:
+        cands = self.store.candidates(scope, None, vector, chunk, 5)
+        ids = list(dict.fromkeys([i for i, _ in cands.vector] + [i for i, _ in cands.fulltext]))[:8]
+        return [KnownMemory(n, cands.records[i].memory) for n, i in enumerate(ids)]
+
+    def _known_entities(self, scope: Scope, chunk: str) -> list[KnownEntity]:
+        """Stored entities named in the chunk (its 1-4 word n-grams looked up by normalized name)."""
+        words = [w.casefold() for w in _WORD.findall(chunk)]
+        keys = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
+        found = self.store.find_entities(scope, sorted(keys)) if keys else {}
+        unique = {e.id: e for e in found.values()}
+        return [KnownEntity(n, e.name, tuple(e.classes), tuple(e.aliases))
+                for n, e in enumerate(sorted(unique.values(), key=lambda e: e.name)[:64])]
+
+
+def _as_extracted(t: TripleInput) -> ExtractedTriple:
+    return ExtractedTriple(source=t.source, relation=t.relation, target=str(t.target),
+                           valid_from=str(t.valid_from) if t.valid_from is not None else None)
+
+
+def _maybe_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return parse_datetime(value, what="event_time")
+    except InvalidInputError:
+        return None
+
+
+def _maybe_iso(value: str | None) -> str | None:
+    return value if _maybe_time(value) is not None else None
