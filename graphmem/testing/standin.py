@@ -3,18 +3,21 @@
 It speaks the two endpoints graphmem uses, ``POST /v1/chat/completions`` and ``POST /v1/embeddings``,
 over real HTTP, so the code under test goes through the real ``openai`` client: retries, timeouts,
 status codes and JSON parsing included. Answers come from a script (a queue of :class:`Reply`) or,
-when the queue is empty, from a responder function; faults (429, 500, slow, truncated or malformed
-output) are scripted the same way.
+when the queue is empty, from a responder function (which sees the request, so it can answer per
+content); faults (429, 500, slow, truncated or malformed output, refusals) are scripted the same way.
+``unsupported_formats`` makes it refuse ``response_format`` types with a 400, like servers without
+JSON-schema support. Every request body is recorded in ``requests``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,9 +34,33 @@ class Reply:
     delay_s: float = 0.0
     raw_body: str | None = None
     """Sent verbatim instead of a well-formed response (for malformed-body tests)."""
+    error_message: str | None = None
+    """Message of the OpenAI-style error body sent with a non-200 ``status``."""
+    error_code: str | None = None
+    """``error.code`` of that body (e.g. ``context_length_exceeded``); default: derived from the status."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers (e.g. ``retry-after-ms``)."""
+    refusal: str | None = None
+    """A model refusal: ``message.refusal`` set and ``content`` null."""
+
+    def fault_body(self) -> str:
+        """The body of a non-200 or raw reply."""
+        return self.raw_body if self.raw_body is not None else _error(self.status, self.error_message, self.error_code)
 
 
-ChatResponder = Callable[[dict[str, Any]], str]
+ChatResponder = Callable[[dict[str, Any]], "str | Reply"]
+"""Answers a chat request (the decoded JSON body) with the content, or with a whole :class:`Reply`."""
+
+
+def last_user_message(body: dict[str, Any]) -> str:
+    """The text of the last ``user`` message of a chat request (what responders usually key on)."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts
+                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return str(content or "")
+    return ""
 
 
 class StandinServer:
@@ -45,6 +72,11 @@ class StandinServer:
         self.embed_script: deque[Reply] = deque()
         self.chat_responder: ChatResponder = lambda _request: "{}"
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.unsupported_formats: set[str] = set()
+        """``response_format`` types answered with a 400 (e.g. ``{"json_schema"}``), before the script."""
+        self.retry_after_ms: int | None = 1
+        """Sent as ``retry-after-ms`` with 429 and 5xx answers, so the client's retries wait this long
+        instead of its default backoff (keeps retry tests fast); ``None`` sends no such header."""
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), self._handler())
         self._httpd.daemon_threads = True
@@ -56,7 +88,9 @@ class StandinServer:
         return f"http://{host!s}:{port}/v1"
 
     def start(self) -> StandinServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-standin", daemon=True)
+        # a short poll interval makes stop() quick (the default 0.5 s adds up over a test suite)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="openai-standin", daemon=True)
         self._thread.start()
         return self
 
@@ -70,31 +104,46 @@ class StandinServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat-completion requests received so far, oldest first (retries included)."""
+        with self._lock:
+            return [body for path, body in self.requests if path.endswith("/chat/completions")]
+
     def _next(self, script: deque[Reply]) -> Reply | None:
         with self._lock:
             return script.popleft() if script else None
 
-    def _chat(self, body: dict[str, Any]) -> tuple[int, str]:
-        reply = self._next(self.chat_script) or Reply(content=self.chat_responder(body))
+    def _chat(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        fmt = body.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind in self.unsupported_formats:
+            return 400, _error(400, f"response_format type '{kind}' is not supported by this server"), {}
+        reply = self._next(self.chat_script)
+        if reply is None:
+            answer = self.chat_responder(body)
+            reply = answer if isinstance(answer, Reply) else Reply(content=answer)
         if reply.delay_s:
             time.sleep(reply.delay_s)
         if reply.raw_body is not None or reply.status != 200:
-            return reply.status, reply.raw_body if reply.raw_body is not None else _error(reply.status)
+            return reply.status, reply.fault_body(), reply.headers
+        message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else reply.content}
+        if reply.refusal:
+            message["refusal"] = reply.refusal
         return 200, json.dumps({
             "id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "standin"),
-            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": reply.content}}],
+            "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        })
+        }), reply.headers
 
-    def _embeddings(self, body: dict[str, Any]) -> tuple[int, str]:
+    def _embeddings(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
         reply = self._next(self.embed_script)
         if reply is not None:
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             if reply.raw_body is not None or reply.status != 200:
-                return reply.status, reply.raw_body if reply.raw_body is not None else _error(reply.status)
+                return reply.status, reply.fault_body(), reply.headers
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else texts
         vectors = self.embedder.embed([str(t) for t in texts])
@@ -105,7 +154,7 @@ class StandinServer:
             "object": "list", "model": body.get("model", "standin"),
             "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
             "usage": {"prompt_tokens": 0, "total_tokens": 0},
-        })
+        }), {}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -119,7 +168,7 @@ class StandinServer:
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except json.JSONDecodeError:
-                    self._send(400, _error(400))
+                    self._send(400, _error(400), {})
                     return
                 path = self.path.rstrip("/")
                 with server._lock:
@@ -129,21 +178,29 @@ class StandinServer:
                 elif path.endswith("/embeddings"):
                     self._send(*server._embeddings(body))
                 else:
-                    self._send(404, _error(404))
+                    self._send(404, _error(404), {})
 
-            def _send(self, status: int, payload: str) -> None:
+            def _send(self, status: int, payload: str, headers: dict[str, str]) -> None:
                 data = payload.encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                extra = {k.lower(): v for k, v in headers.items()}
                 if status == 429:
-                    self.send_header("Retry-After", "0")
+                    extra.setdefault("retry-after", "0")
+                if (status == 429 or status >= 500) and server.retry_after_ms is not None:
+                    extra.setdefault("retry-after-ms", str(server.retry_after_ms))
+                for name, value in extra.items():
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    self.wfile.write(data)
 
         return Handler
 
 
-def _error(status: int) -> str:
-    kind = {429: "rate_limit_exceeded", 500: "server_error", 404: "not_found"}.get(status, "invalid_request")
-    return json.dumps({"error": {"message": f"stand-in error {status}", "type": kind, "code": kind}})
+def _error(status: int, message: str | None = None, code: str | None = None) -> str:
+    kind = {429: "rate_limit_exceeded", 404: "not_found"}.get(status, "server_error" if status >= 500 else
+                                                                   "invalid_request")
+    return json.dumps({"error": {"message": message or f"stand-in error {status}", "type": kind,
+                                 "code": code or kind}})

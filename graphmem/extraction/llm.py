@@ -1,0 +1,511 @@
+"""Extraction with any OpenAI-compatible chat model: one structured-output call per chunk.
+
+What mem0 users lose today is handled here explicitly: output cut off at the token limit is never
+parsed as if it were whole (the chunk is halved and both halves extracted), malformed or off-schema
+output is re-asked with the validation error, and whatever still fails raises instead of returning a
+partial result. Existing memories and entities are referred to by small numbers only; numbers the
+model invents are removed before anything leaves this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Generic, Literal, TypeVar
+
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..config import LLMConfig
+from ..errors import ConfigError, ExtractionError, LLMError
+from ..ontology.naming import normalize_surface
+from . import prompt
+from .schema import (
+    ExtractedEntity,
+    ExtractedMemory,
+    ExtractedTriple,
+    Extraction,
+    ExtractionContext,
+    Extractor,
+    Rejection,
+)
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["json_schema", "json_object", "text"]
+"""How the answer's structure is requested: a strict JSON schema, JSON mode (structure described in the
+prompt, checked here), or neither (servers that refuse both; the same check applies)."""
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE: Final = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)\s*```", re.S)
+_THINK: Final = re.compile(r"<think>.*?</think>", re.S)
+_FORMAT_WORDS: Final = ("response_format", "response format", "json_schema", "json_object", "structured output")
+_CONTEXT_WORDS: Final = ("context length", "context_length", "context window", "maximum context")
+_REFUSED_WORDS: Final = ("unsupported", "not supported", "unrecognized", "unknown", "not permitted", "extra")
+_CLIP: Final = 2000
+"""A malformed answer echoed back in the corrective turn is shortened to this many characters."""
+
+
+class RepairAnswer(BaseModel):
+    """The answer to the re-ask after the guard rejected triples. Extra keys are ignored so that a
+    model in JSON mode that repeats a whole extraction still yields its triples."""
+
+    model_config = ConfigDict(extra="ignore")
+    triples: list[ExtractedTriple] = Field(default_factory=list)
+
+
+def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema in the subset OpenAI's strict structured outputs accept.
+
+    Every object gets ``additionalProperties: false`` and lists *all* its properties as required
+    (optional fields are already nullable, ``anyOf [T, null]``, so the model writes ``null``); ``$ref``
+    is inlined (a ``$ref`` with sibling keys such as ``description`` is not allowed, and inlining also
+    suits servers with partial ``$ref`` support); ``default`` and ``title`` go (not part of the subset,
+    and only cost tokens). Pydantic still validates the answer, so defaults apply when parsing.
+    """
+    raw = model.model_json_schema()
+    defs: dict[str, Any] = raw.pop("$defs", {})
+
+    def walk(node: dict[str, Any], chain: tuple[str, ...]) -> dict[str, Any]:
+        node = dict(node)
+        ref = node.pop("$ref", None)
+        if isinstance(ref, str):
+            name = ref.rsplit("/", 1)[-1]
+            if name in chain:
+                raise ValueError(f"recursive schema through {name} cannot be inlined")
+            return walk({**defs[name], **node}, (*chain, name))
+        node.pop("title", None)
+        node.pop("default", None)
+        all_of = node.pop("allOf", None)
+        if isinstance(all_of, list) and len(all_of) == 1:
+            node = {**walk(all_of[0], chain), **node}
+        elif all_of is not None:
+            node["allOf"] = [walk(v, chain) for v in all_of]
+        if node.get("type") == "object" or "properties" in node:
+            props: dict[str, Any] = node.get("properties", {})
+            node["properties"] = {k: walk(v, chain) for k, v in props.items()}
+            node["required"] = list(props)
+            node["additionalProperties"] = False
+        if isinstance(node.get("items"), dict):
+            node["items"] = walk(node["items"], chain)
+        if isinstance(node.get("anyOf"), list):
+            node["anyOf"] = [walk(v, chain) for v in node["anyOf"]]
+        return node
+
+    return walk(raw, ())
+
+
+@dataclass(frozen=True)
+class _Spec(Generic[M]):
+    """One kind of answer: its pydantic model, the strict schema sent, and the shape shown in JSON mode."""
+
+    name: str
+    model: type[M]
+    schema: dict[str, Any]
+    shape: str
+
+    @classmethod
+    def of(cls, name: str, model: type[M]) -> _Spec[M]:
+        schema = strict_json_schema(model)
+        return cls(name, model, schema, prompt.json_shape(schema))
+
+
+_EXTRACTION: Final = _Spec.of("graphmem_extraction", Extraction)
+_REPAIR: Final = _Spec.of("graphmem_repair", RepairAnswer)
+
+
+@dataclass
+class LLMStats:
+    """Counters since the extractor was built (read them in logs, benchmarks and tests)."""
+
+    calls: int = 0
+    """Chat-completion requests made (the openai client's own transport retries are not counted)."""
+    output_retries: int = 0
+    """Re-asks after malformed or off-schema output."""
+    splits: int = 0
+    """Chunks halved because the answer was cut off (or the request exceeded the context window)."""
+    fallbacks: int = 0
+    """Switches to a simpler structured-output mode (or request parameter) after a server refused one."""
+    dropped_triples: int = 0
+    """Triples removed because their ``memory`` index pointed outside the answer's memories."""
+    dropped_refs: int = 0
+    """``replaces``/``existing`` numbers set to null because they are not numbers of the context."""
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    content: str | None
+    finish_reason: str | None
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """The answer did not fit: cut off at the output limit, or the request exceeded the context."""
+
+    reason: Literal["length", "context"]
+
+
+class _BadOutput(Exception):
+    """The answer is not valid JSON or does not fit the schema (message: what is wrong, briefly)."""
+
+
+def _json_text(content: str) -> str:
+    """The JSON inside an answer: without a ``<think>`` block, a Markdown fence or chatter around it."""
+    text = _THINK.sub("", content).strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        return fenced.group(1).strip()
+    if not text.startswith("{"):
+        start, end = text.find("{"), text.rfind("}")
+        if 0 <= start < end:
+            return text[start : end + 1]
+    return text
+
+
+def _describe(exc: ValidationError, limit: int = 3) -> str:
+    problems = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"])
+        problems.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+    more = exc.error_count() - limit
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")
+
+
+def parse_answer(content: str | None, model: type[M]) -> M:
+    """Validate an answer against ``model``, tolerating a fenced block; :class:`_BadOutput` if unusable."""
+    if content is None or not content.strip():
+        raise _BadOutput("the answer was empty")
+    try:
+        return model.model_validate_json(_json_text(content))
+    except ValidationError as exc:
+        raise _BadOutput(_describe(exc)) from None
+
+
+_SENTENCE_BREAK: Final = re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？]")
+
+
+def split_in_two(text: str) -> tuple[str, str] | None:
+    """Two halves of ``text`` cut near the middle, preferring a line break, then a sentence end, then a
+    space within the middle half; a hard cut at the middle for text without any (``None`` if < 2 chars)."""
+    text = text.strip()
+    if len(text) < 2:
+        return None
+    mid, lo, hi = len(text) / 2, len(text) // 4, 3 * len(text) // 4
+    lines = [m.end() for m in re.finditer(r"\n\s*", text)]
+    sentences = [m.end() for m in _SENTENCE_BREAK.finditer(text)]
+    spaces = [m.end() for m in re.finditer(r"\s+", text)]
+    tiers = [[p for p in group if lo <= p <= hi] for group in (lines, sentences, spaces)]
+    for positions in [*tiers, lines, sentences, spaces, [len(text) // 2]]:
+        for cut in sorted(positions, key=lambda p: abs(p - mid)):
+            first, second = text[:cut].strip(), text[cut:].strip()
+            if first and second:
+                return first, second
+    return None
+
+
+def merge(parts: Sequence[Extraction]) -> Extraction:
+    """One extraction from the extractions of consecutive pieces of a chunk.
+
+    Memories are concatenated, so each triple's ``memory`` index is shifted by the memories before its
+    piece; entities named alike (case, spaces and dashes ignored) become one, keeping every alias and the
+    first type and existing number given; a triple stated in several pieces is kept once.
+    """
+    memories: list[ExtractedMemory] = []
+    entities: list[ExtractedEntity] = []
+    triples: list[ExtractedTriple] = []
+    by_name: dict[str, int] = {}
+    seen: set[tuple[str, str, str, str | None]] = set()
+    for part in parts:
+        offset = len(memories)
+        memories += part.memories
+        for e in part.entities:
+            key = normalize_surface(e.name)
+            if key not in by_name:
+                by_name[key] = len(entities)
+                entities.append(e)
+                continue
+            i = by_name[key]
+            old = entities[i]
+            entities[i] = old.model_copy(update={
+                "type": old.type or e.type,
+                "existing": old.existing if old.existing is not None else e.existing,
+                "aliases": list(dict.fromkeys([*old.aliases, *e.aliases])),
+            })
+        for t in part.triples:
+            tkey = (normalize_surface(t.source), normalize_surface(t.relation), t.target.strip(), t.valid_from)
+            if tkey in seen:
+                continue
+            seen.add(tkey)
+            triples.append(t if t.memory is None else t.model_copy(update={"memory": t.memory + offset}))
+    return Extraction(memories=memories, entities=entities, triples=triples)
+
+
+class LLMExtractor(Extractor):
+    """Memories, entities and triples from an OpenAI-compatible chat model (OpenAI, Azure, Ollama, vLLM,
+    LM Studio: whatever ``base_url`` points at).
+
+    Thread-safe: the structured-output mode learnt from the server and the counters are shared under a
+    lock; requests run concurrently.
+    """
+
+    def __init__(self, config: LLMConfig, client: openai.OpenAI | None = None) -> None:
+        """``client`` (optional) is used as given, with its own timeout and retry settings."""
+        self.config = config
+        self.model = config.model
+        self.name = f"llm:{config.model}"
+        if client is None:
+            local = config.base_url or os.environ.get("OPENAI_BASE_URL")
+            key = config.api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if local else None)
+            if key is None:
+                raise ConfigError("llm.provider is 'openai' but no API key is set: set llm.api_key or OPENAI_API_KEY "
+                                  "(or llm.base_url for a local server that needs no key)")
+            client = openai.OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout_s,
+                                   max_retries=config.max_retries)
+        self._client = client
+        self.stats = LLMStats()
+        self._lock = threading.Lock()
+        self._mode: Mode = "json_object" if config.structured_output == "json_object" else "json_schema"
+        # api.openai.com wants max_completion_tokens (reasoning models refuse max_tokens); most other
+        # compatible servers only know max_tokens. A 400 naming the parameter switches to the other one.
+        official = "api.openai.com" in str(client.base_url)
+        self._token_param = "max_completion_tokens" if official else "max_tokens"
+        self._send_temperature = True
+        self._adapted: set[str] = set()
+
+    @property
+    def mode(self) -> Mode:
+        """The structured-output mode in use; ``auto`` moves it down once when the server refuses it."""
+        return self._mode
+
+    @property
+    def where(self) -> str:
+        return f"model {self.model!r} at {self._client.base_url}"
+
+    # -- the Extractor interface -------------------------------------------------------------------
+
+    def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        """Raise :class:`LLMError` (transport) or :class:`ExtractionError` (output); never a partial result."""
+        return self._extract(chunk, context, 0)
+
+    def repair(self, chunk: str, context: ExtractionContext, previous: Extraction,
+               rejected: list[Rejection]) -> list[ExtractedTriple]:
+        """One re-ask showing the model its answer and the guard's SHACL messages per rejected triple."""
+        if not rejected or not self.config.repair:
+            return []
+        tail: list[ChatCompletionMessageParam] = [
+            {"role": "user", "content": chunk},
+            {"role": "assistant", "content": previous.model_dump_json()},
+            {"role": "user", "content": prompt.repair_request(rejected)},
+        ]
+        answer = self._ask(_REPAIR, context, tail)
+        if isinstance(answer, _Cut):
+            raise ExtractionError(f"{self.where}: the repair answer was cut off "
+                                  f"({'output limit' if answer.reason == 'length' else 'context window'}); "
+                                  f"raise llm.max_output_tokens (now {self.config.max_output_tokens})")
+        return self._valid_triples(answer.triples, len(previous.memories))
+
+    # -- splitting ----------------------------------------------------------------------------------
+
+    def _extract(self, chunk: str, context: ExtractionContext, depth: int) -> Extraction:
+        answer = self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}])
+        if not isinstance(answer, _Cut):
+            return self._checked(answer, context)
+        what = ("was cut off at llm.max_output_tokens" if answer.reason == "length"
+                else "did not fit the model's context window")
+        halves = split_in_two(chunk) if depth < self.config.max_splits else None
+        if halves is None:
+            fix = (f"raise llm.max_output_tokens (now {self.config.max_output_tokens}) or lower chunking.max_tokens"
+                   if answer.reason == "length" else "lower chunking.max_tokens or use a model with a larger context")
+            raise ExtractionError(f"{self.where}: the answer for a piece of {len(chunk):,} characters {what} "
+                                  f"even after halving the chunk {depth} time(s) (llm.max_splits="
+                                  f"{self.config.max_splits}); {fix}. Nothing of this chunk was kept.")
+        with self._lock:
+            self.stats.splits += 1
+        log.warning("%s: answer %s; splitting a chunk of %d characters in two (level %d of %d)",
+                    self.where, what, len(chunk), depth + 1, self.config.max_splits)
+        return merge([self._extract(half, context, depth + 1) for half in halves])
+
+    # -- asking until the answer is usable ----------------------------------------------------------
+
+    def _ask(self, spec: _Spec[M], context: ExtractionContext, tail: list[ChatCompletionMessageParam]) -> M | _Cut:
+        extra: list[ChatCompletionMessageParam] = []
+        error = ""
+        attempts = self.config.output_retries + 1
+        for attempt in range(attempts):
+            if attempt:
+                with self._lock:
+                    self.stats.output_retries += 1
+                log.warning("%s: unusable answer (%s); asking again (%d of %d)", self.where, error, attempt,
+                            self.config.output_retries)
+            answer = self._send(spec, context, tail + extra)
+            if answer.finish_reason == "length":
+                return _Cut("length")
+            if answer.finish_reason == "context":
+                return _Cut("context")
+            if answer.refusal:
+                raise ExtractionError(f"{self.where} refused to answer: {answer.refusal}")
+            if answer.finish_reason == "content_filter":
+                raise ExtractionError(f"{self.where} withheld its answer (content filter); nothing was extracted")
+            try:
+                return parse_answer(answer.content, spec.model)
+            except _BadOutput as exc:
+                error = str(exc)
+            shown = (answer.content or "(empty answer)")
+            shown = shown if len(shown) <= _CLIP else shown[:_CLIP] + " …[shortened]"
+            extra = [{"role": "assistant", "content": shown}, {"role": "user", "content": prompt.corrective(error)}]
+        raise ExtractionError(f"{self.where} returned output that is not valid JSON for the {spec.name} schema "
+                              f"{attempts} time(s) (llm.output_retries={self.config.output_retries}); "
+                              f"last error: {error}")
+
+    def _send(self, spec: _Spec[Any], context: ExtractionContext, tail: list[ChatCompletionMessageParam]) -> _Answer:
+        """One chat completion. Adapts (once each) to servers that refuse a structured-output mode or a
+        parameter; maps every transport failure to :class:`LLMError`."""
+        while True:
+            mode = self._mode
+            params: dict[str, Any] = {self._token_param: self.config.max_output_tokens}
+            if self._send_temperature:
+                params["temperature"] = self.config.temperature
+            if mode == "json_schema":
+                params["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": spec.name, "strict": True, "schema": spec.schema}}
+            elif mode == "json_object":
+                params["response_format"] = {"type": "json_object"}
+            shape = None if mode == "json_schema" else _EXTRACTION.shape
+            system: ChatCompletionMessageParam = {"role": "system", "content": prompt.system_prompt(context, shape)}
+            with self._lock:
+                self.stats.calls += 1
+            try:
+                response = self._client.chat.completions.create(model=self.model, messages=[system, *tail], **params)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if self._adapt(exc, mode):
+                    continue
+                if _mentions(exc, _CONTEXT_WORDS) or exc.code == "context_length_exceeded":
+                    return _Answer(None, "context")
+                raise self._error(exc) from exc
+            except openai.OpenAIError as exc:
+                raise self._error(exc) from exc
+            except ValueError as exc:  # a 200 whose body is not JSON
+                raise LLMError(f"{self.where} answered with a body that is not JSON ({exc}); check llm.base_url "
+                               "points at an OpenAI-compatible /v1 endpoint") from exc
+            try:
+                choice = response.choices[0]
+                message = choice.message
+                return _Answer(message.content, choice.finish_reason, getattr(message, "refusal", None))
+            except (AttributeError, IndexError, TypeError) as exc:
+                raise LLMError(f"{self.where} answered with something that is not a chat completion "
+                               f"(no choices); check llm.base_url: {str(response)[:200]}") from exc
+
+    def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> bool:
+        """Whether a refused request should be sent again in a simpler form (the change is remembered)."""
+        text = _error_text(exc)
+        with self._lock:
+            if mode != self._mode:  # another thread already moved on
+                return True
+            if self.config.structured_output == "auto" and mode != "text" and _mentions(exc, _FORMAT_WORDS):
+                self._mode = "json_object" if mode == "json_schema" else "text"
+                self.stats.fallbacks += 1
+                log.warning("%s refused response_format %s (%s); using %s from now on", self.where, mode,
+                            text[:200], self._mode)
+                return True
+            refused = any(w in text.lower() for w in _REFUSED_WORDS)
+            if refused and self._token_param in text and "tokens" not in self._adapted:
+                self._adapted.add("tokens")
+                self._token_param = "max_tokens" if self._token_param == "max_completion_tokens" \
+                    else "max_completion_tokens"
+                self.stats.fallbacks += 1
+                log.warning("%s refused the output-limit parameter; sending %s instead", self.where,
+                            self._token_param)
+                return True
+            if refused and self._send_temperature and "temperature" in text and "temperature" not in self._adapted:
+                self._adapted.add("temperature")
+                self._send_temperature = False
+                self.stats.fallbacks += 1
+                log.warning("%s refused temperature=%s; using the model's default", self.where,
+                            self.config.temperature)
+                return True
+        return False
+
+    def _error(self, exc: openai.OpenAIError) -> LLMError:
+        """A message a person can act on: what kind of failure, where, after how many tries."""
+        tries = f"after {self._client.max_retries} retr{'y' if self._client.max_retries == 1 else 'ies'}"
+        detail = _error_text(exc)[:300]
+        if isinstance(exc, openai.RateLimitError):
+            text = (f"rate limit: {self.where} answered 429 (too many requests or quota exhausted) {tries}: {detail}. "
+                    "Wait, lower the request rate, or raise llm.max_retries")
+        elif isinstance(exc, openai.APITimeoutError):
+            text = (f"timeout: {self.where} did not answer within llm.timeout_s={self.config.timeout_s}s {tries}. "
+                    "Raise llm.timeout_s or check the server's load")
+        elif isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            text = (f"unreachable: cannot connect to {self.where} {tries} ({cause}). Check llm.base_url and that "
+                    "the server is running")
+        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            text = f"{self.where} refused the API key (HTTP {exc.status_code}): {detail}. Check llm.api_key"
+        elif isinstance(exc, openai.NotFoundError):
+            text = f"{self.where} answered 404: unknown model or wrong llm.base_url: {detail}"
+        elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+            text = f"server error: {self.where} answered HTTP {exc.status_code} {tries}: {detail}"
+        elif isinstance(exc, openai.APIStatusError):
+            text = f"{self.where} refused the request (HTTP {exc.status_code}): {detail}"
+        else:
+            text = f"call to {self.where} failed: {detail}"
+        return LLMError(text)
+
+    # -- light checks of the model's numbers ----------------------------------------------------------
+
+    def _checked(self, answer: Extraction, context: ExtractionContext) -> Extraction:
+        known_memories = {m.number for m in context.memories}
+        known_entities = {e.number for e in context.entities}
+        dropped_refs = 0
+        memories = []
+        for m in answer.memories:
+            if m.replaces is not None and m.replaces not in known_memories:
+                dropped_refs += 1
+                m = m.model_copy(update={"replaces": None})
+            memories.append(m)
+        entities = []
+        for e in answer.entities:
+            if e.existing is not None and e.existing not in known_entities:
+                dropped_refs += 1
+                e = e.model_copy(update={"existing": None})
+            entities.append(e)
+        if dropped_refs:
+            with self._lock:
+                self.stats.dropped_refs += dropped_refs
+            log.warning("%s: %d replaces/existing number(s) not in the context were set to null", self.where,
+                        dropped_refs)
+        triples = self._valid_triples(answer.triples, len(memories))
+        return Extraction(memories=memories, entities=entities, triples=triples)
+
+    def _valid_triples(self, triples: Sequence[ExtractedTriple], memories: int) -> list[ExtractedTriple]:
+        kept = [t for t in triples if t.memory is None or 0 <= t.memory < memories]
+        if len(kept) < len(triples):
+            with self._lock:
+                self.stats.dropped_triples += len(triples) - len(kept)
+            log.warning("%s: dropped %d triple(s) whose memory index is not one of the %d memories", self.where,
+                        len(triples) - len(kept), memories)
+        return kept
+
+
+def _error_text(exc: openai.OpenAIError) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(message, str):
+            return message
+    return str(getattr(exc, "message", None) or exc)
+
+
+def _mentions(exc: openai.OpenAIError, words: Sequence[str]) -> bool:
+    text = _error_text(exc).lower()
+    return any(w in text for w in words)
