@@ -14,10 +14,14 @@ created_at, updated_at, event_time, expires_at, embedding})``
     mirrored as floats. Times are native ``DATETIME`` in UTC. Absent optional fields are absent
     properties. ``embedding`` is a float32 array (``db.create.setNodeVectorProperty``).
 ``(:HistoryEvent {id, memory_id, event, old_memory, new_memory, user_id, agent_id, run_id, actor_id,
-role, created_at, details})``
-    ``details`` is a JSON string. History is not linked to the memory, so it outlives it.
+role, created_at, details, seq})``
+    ``details`` is a JSON string. History is not linked to the memory, so it outlives it. ``seq``
+    (write order, on events written by ``insert``/``write``) breaks ties of ``created_at``.
 ``(:GraphmemMeta {key: 'schema', embedder, dims, schema_version})``
     Written by :meth:`Neo4jStore.open`, which refuses another embedder or size.
+
+The knowledge graph (``Entity``, typed facts, ``Value``, ``MENTIONS``, ``Quarantine``) is described
+and implemented in :mod:`graphmem.stores.neo4j_graph`.
 
 Every query carries the caller's scope as equality predicates on indexed properties; user-supplied
 keys and values only ever travel as parameters.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -47,8 +52,20 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..filters import RECORD_FIELDS, TIME_FIELDS, And, Cond, Filter, Not, Or
-from ..models import EventType, HistoryEvent, MemoryRecord, Scope, to_utc
-from .base import Candidates, MemoryPatch, NewMemory, Store, StoreInfo, Vector, merge_patch
+from ..models import Entity, EventType, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, to_utc
+from . import neo4j_graph as graph
+from .base import (
+    Candidates,
+    GraphContext,
+    GraphWrite,
+    MemoryPatch,
+    NewMemory,
+    Store,
+    StoreInfo,
+    Vector,
+    WriteResult,
+    merge_patch,
+)
 from .text import lucene_query
 
 __all__ = ["SCHEMA_VERSION", "Neo4jStore", "compile_filter", "mirror_properties"]
@@ -63,7 +80,7 @@ FOLD_PREFIX: Final = "fold."
 _MIRROR_PREFIXES: Final = (MD_PREFIX, MDX_PREFIX, MDFOLD_PREFIX)
 _FOLDED_FIELDS: Final = ("role", "actor_id", "user_id", "agent_id", "run_id")
 """Record fields whose values come from callers, so may hold characters that ``toLower`` keeps."""
-DATA_LABELS: Final = ("Memory", "HistoryEvent", "Entity")
+DATA_LABELS: Final = ("Memory", "HistoryEvent", *graph.GRAPH_LABELS)
 """Every label graphmem writes data under; :meth:`Neo4jStore.reset` empties all of them."""
 
 _INT64_MIN: Final = -(2**63)
@@ -485,6 +502,7 @@ CREATE (h:HistoryEvent)
 SET h = r
 """
 # One DELETE event per memory, then the memory with its relationships (MENTIONS and later ones).
+# The entities it mentioned come back, for the graph cleanup that follows in the same transaction.
 _DELETE_BY_IDS: Final = """
 UNWIND $ids AS id
 MATCH (m:Memory {{id: id}})
@@ -492,9 +510,9 @@ WHERE {scope}
 CREATE (:HistoryEvent {{id: randomUUID(), memory_id: m.id, event: 'DELETE', old_memory: m.memory,
     user_id: m.user_id, agent_id: m.agent_id, run_id: m.run_id, actor_id: m.actor_id, role: m.role,
     created_at: $at, details: '{{}}'}})
-WITH m, m.id AS deleted
+WITH m, m.id AS deleted, [(m)-[:MENTIONS]->(e:Entity) | e.id] AS entities
 DETACH DELETE m
-RETURN deleted
+RETURN deleted, entities
 """
 
 
@@ -689,7 +707,7 @@ class Neo4jStore(Store):
             "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
             "CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.aliases_text]",
         ]
-        return statements
+        return statements + graph.schema_statements()
 
     def close(self) -> None:
         if self._driver is not None:
@@ -731,16 +749,41 @@ class Neo4jStore(Store):
         event_rows = [_history_props(e) for e in events]
         if not memory_rows and not event_rows:
             return
+        self._write("insert", lambda tx: self._insert_rows(tx, memory_rows, event_rows))
+
+    def _insert_rows(
+        self, tx: ManagedTransaction, memory_rows: Sequence[dict[str, Any]], event_rows: Sequence[dict[str, Any]]
+    ) -> None:
         batch = self._cfg.write_batch_size
         query = _INSERT_MEMORIES_PROC if _VECTOR_WRITE_PROC else _INSERT_MEMORIES_SET
+        for chunk in _chunks(memory_rows, batch):
+            tx.run(query, rows=list(chunk)).consume()
+        # ``seq`` (write order) breaks ties of ``created_at``: one write's ADD and SUPERSEDE events
+        # share a time, and history lists them in the order they were written.
+        seq = time.time_ns()
+        rows = [{**row, "seq": seq + pos} for pos, row in enumerate(event_rows)]
+        for chunk in _chunks(rows, batch):
+            tx.run(_INSERT_HISTORY, rows=list(chunk)).consume()
 
-        def work(tx: ManagedTransaction) -> None:
-            for chunk in _chunks(memory_rows, batch):
-                tx.run(query, rows=list(chunk)).consume()
-            for chunk in _chunks(event_rows, batch):
-                tx.run(_INSERT_HISTORY, rows=list(chunk)).consume()
+    def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
+        """Memories, events and the whole graph change in one write transaction.
 
-        self._write("insert", work)
+        Names are checked and rows built before the transaction starts, so a bad name or vector
+        writes nothing; any failure inside rolls everything back.
+        """
+        memory_rows = [self._memory_row(m) for m in change.memories]
+        event_rows = [_history_props(e) for e in change.events]
+        for rel in change.relations:
+            graph.rel_type(rel.relation)
+
+        def work(tx: ManagedTransaction) -> WriteResult:
+            self._insert_rows(tx, memory_rows, event_rows)
+            return graph.write_graph(
+                tx, scope, change, batch=self._cfg.write_batch_size, vector=self._vector,
+                vector_proc=_VECTOR_WRITE_PROC,
+            )
+
+        return self._write("write", work)
 
     def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
         """Lock, read, merge in Python, write back and log, all in one write transaction."""
@@ -819,10 +862,22 @@ class Neo4jStore(Store):
         def work(tx: ManagedTransaction) -> list[str]:
             deleted: set[str] = set()
             for chunk in _chunks(wanted, self._cfg.write_batch_size):
-                deleted.update(r["deleted"] for r in tx.run(query, params, ids=list(chunk)))
+                deleted.update(self._delete_chunk(tx, query, params, chunk, scope))
             return [i for i in wanted if i in deleted]
 
         return self._write("delete", work)
+
+    def _delete_chunk(
+        self, tx: ManagedTransaction, query: str, params: dict[str, Any], ids: Sequence[str], scope: Scope
+    ) -> list[str]:
+        """Delete one chunk of memories (with their DELETE events) and what only they supported."""
+        deleted: list[str] = []
+        entities: list[str] = []
+        for row in tx.run(query, params, ids=list(ids)):
+            deleted.append(row["deleted"])
+            entities.extend(row["entities"])
+        graph.forget_memories(tx, scope, deleted, entities, self._cfg.write_batch_size)
+        return deleted
 
     def delete_scope(self, scope: Scope, at: datetime) -> int:
         """Delete the scope in one transaction when it holds at most ``_ATOMIC_DELETE_MAX`` memories.
@@ -834,6 +889,12 @@ class Neo4jStore(Store):
         deleted memory has its event, the rest are intact) and calling again finishes the job.
         Within a transaction the ids are read first, then deleted in ``write_batch_size`` chunks,
         each lookup a unique-index seek.
+
+        The graph follows the same rule: each transaction forgets what its memories alone supported
+        (as :meth:`delete` does), so every fact left between transactions still has support; the
+        transaction that deletes the last memories also deletes the scope's remaining entities,
+        facts, Value nodes and quarantine entries (more transactions only if those alone exceed the
+        limit).
         """
         params: dict[str, Any] = {"at": to_utc(at)}
         where = _scope_where(scope, "m", params)
@@ -848,7 +909,9 @@ class Neo4jStore(Store):
                 ids = ids[:_DELETE_CHUNK]
             count = 0
             for chunk in _chunks(ids, self._cfg.write_batch_size):
-                count += len(list(tx.run(query, params, ids=list(chunk))))
+                count += len(self._delete_chunk(tx, query, params, chunk, scope))
+            if not more:
+                more = graph.delete_scope_graph(tx, scope, _ATOMIC_DELETE_MAX if first else _DELETE_CHUNK)
             return count, more
 
         total, more = self._write("delete_scope", lambda tx: work(tx, True))
@@ -908,7 +971,7 @@ class Neo4jStore(Store):
         params: dict[str, Any] = {"id": memory_id}
         query = (
             f"MATCH (h:HistoryEvent {{memory_id: $id}}) WHERE {_scope_where(scope, 'h', params)} "
-            f"RETURN {_HISTORY_PROJ} AS ev ORDER BY h.created_at, h.id"
+            f"RETURN {_HISTORY_PROJ} AS ev ORDER BY h.created_at, h.seq, h.id"
         )
         rows = self._read("history", lambda tx: tx.run(query, params).data())
         return [_history(r["ev"]) for r in rows]
@@ -921,6 +984,27 @@ class Neo4jStore(Store):
             query = f"MATCH (m:Memory) WHERE {_scope_where(scope, 'm', params)} RETURN count(m) AS n"
         row = self._read("count", lambda tx: tx.run(query, params).single())
         return int(row["n"]) if row is not None else 0
+
+    # ---------------------------------------------------------------------------------- graph reads
+
+    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+        if not keys:
+            return {}
+        return self._read("find_entities", lambda tx: graph.find_entities(tx, scope, keys))
+
+    def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+        if not entity_ids:
+            return GraphContext()
+        return self._read("graph_context", lambda tx: graph.graph_context(tx, scope, entity_ids))
+
+    def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
+        return self._read("relations", lambda tx: graph.relations(tx, scope, memory_id, include_closed))
+
+    def graph_scopes(self) -> list[Scope]:
+        return self._read("graph_scopes", graph.graph_scopes)
+
+    def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
+        return self._read("quarantined", lambda tx: graph.quarantined(tx, scope, status))
 
     # ---------------------------------------------------------------------------------- search
 

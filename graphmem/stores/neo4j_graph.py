@@ -1,0 +1,746 @@
+"""The knowledge-graph half of the Neo4j store: entities, facts, provenance, mentions, quarantine.
+
+Functions here run inside a transaction that :class:`~graphmem.stores.neo4j.Neo4jStore` opened, so a
+memory and the graph facts it supports are written, or forgotten, together.
+
+Graph model (documented for analysts; these names are stable):
+
+``(:Entity:<ClassLabel>… {id, name, key, alias_keys, aliases, aliases_text, classes, user_id,
+agent_id, run_id, created_at, updated_at, seq, embedding})``
+    ``key`` is ``norm_name(name)``, ``alias_keys`` the normalized aliases, ``aliases_text`` the
+    aliases joined by newlines (full-text index ``entity_names``), ``classes`` the ontology class
+    IRIs. Each class whose local name maps (:func:`~graphmem.ontology.naming.to_label`) to a safe,
+    unreserved label also becomes a label of the node; an IRI that would not is kept in ``classes``
+    only.
+``(:Entity)-[:<REL_TYPE> {id, relation, memory_ids, valid_from, valid_to, created_at, user_id,
+agent_id, run_id, seq}]->(:Entity)``
+    A fact. ``REL_TYPE`` is :func:`~graphmem.ontology.naming.to_rel_type` of the property's local
+    name, ``relation`` the property IRI, ``memory_ids`` the supporting memories (provenance),
+    ``valid_to`` is set when a newer fact superseded it.
+``(:Entity)-[:<REL_TYPE> {…}]->(:Value {id, value, datatype, user_id, agent_id, run_id})``
+    A fact with a literal object: one ``Value`` node per fact (its ``id`` is the fact's).
+``(:Memory)-[:MENTIONS]->(:Entity)``
+    Also written for every memory that supports a fact, to the fact's subject: deleting a memory
+    finds the facts it supports through its mentions (index seeks, never a scan of the facts).
+``(:Quarantine {id, triple, reasons, memory_ids, ontology, status, user_id, agent_id, run_id,
+created_at, released_at, seq})``
+    ``triple`` and ``reasons`` are JSON strings.
+
+Times are native ``DATETIME`` in UTC. ``seq`` records write order (nanoseconds since the epoch at
+write time plus the position in the write) and breaks ties between equal ``created_at`` values, so
+"oldest first" is the order things were written in, as in the SQLite store.
+
+A fact lives in the scope of its subject entity (the planner resolves entities in the exact write
+scope), so scoped reads of facts start from an index seek on the entities' scope fields.
+Labels and relationship types are inlined back-quoted only after :func:`is_safe`; every value is a
+parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+from neo4j import ManagedTransaction
+from neo4j.time import DateTime as Neo4jDateTime
+
+from ..errors import StoreError
+from ..models import Entity, QuarantineEntry, Relation, Scope, norm_name, to_utc, utcnow
+from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, to_label, to_rel_type
+from .base import GraphContext, GraphWrite, Vector, WriteResult
+
+__all__ = [
+    "GRAPH_LABELS",
+    "class_labels",
+    "delete_scope_graph",
+    "find_entities",
+    "forget_memories",
+    "graph_context",
+    "graph_scopes",
+    "quarantined",
+    "rel_type",
+    "relations",
+    "schema_statements",
+    "write_graph",
+]
+
+T = TypeVar("T")
+
+GRAPH_LABELS: Final = ("Entity", "Value", "Quarantine")
+"""Labels of graph nodes (``reset`` empties them)."""
+_SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
+_HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
+"""Scope index to force, most selective first (as for memories)."""
+
+_ENTITY_PROJ: Final = (
+    "{.id, .name, .classes, .aliases, .user_id, .agent_id, .run_id, .created_at, .updated_at}"
+)
+_REL_PROJ: Final = "{.id, .relation, .memory_ids, .valid_from, .valid_to, .created_at, .user_id, .agent_id, .run_id}"
+_QUARANTINE_PROJ: Final = (
+    "q {.id, .triple, .reasons, .memory_ids, .ontology, .status, .user_id, .agent_id, .run_id, .created_at, "
+    ".released_at}"
+)
+# One row per fact: the relationship's properties, its subject and its object (entity or literal).
+_FACT_COLUMNS: Final = (
+    f"r {_REL_PROJ} AS fact, s.id AS source, CASE WHEN o:Entity THEN o.id END AS target, "
+    "CASE WHEN o:Value THEN o.value END AS value, CASE WHEN o:Value THEN o.datatype END AS datatype"
+)
+_FACT_ORDER: Final = "ORDER BY r.created_at, r.seq, r.id"
+
+
+def schema_statements() -> list[str]:
+    """Constraints and indexes of the graph half (idempotent; run by ``Neo4jStore.open``)."""
+    statements = [
+        "CREATE CONSTRAINT value_id IF NOT EXISTS FOR (v:Value) REQUIRE v.id IS UNIQUE",
+        "CREATE CONSTRAINT quarantine_id IF NOT EXISTS FOR (q:Quarantine) REQUIRE q.id IS UNIQUE",
+        "CREATE INDEX entity_key IF NOT EXISTS FOR (e:Entity) ON (e.key)",
+        "CREATE INDEX entity_agent_id IF NOT EXISTS FOR (e:Entity) ON (e.agent_id)",
+        "CREATE INDEX entity_run_id IF NOT EXISTS FOR (e:Entity) ON (e.run_id)",
+    ]
+    for name in _SCOPE_FIELDS:
+        statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
+    return statements
+
+
+# --------------------------------------------------------------------------------------------------
+# Names
+
+
+def class_labels(classes: Iterable[str]) -> list[str]:
+    """Labels for class IRIs: safe, unreserved, de-duplicated; others get no label."""
+    out: list[str] = []
+    for iri in classes:
+        label = to_label(local_name(iri))
+        if is_safe(label) and label not in RESERVED_LABELS and label not in out:
+            out.append(label)
+    return out
+
+
+def rel_type(relation: str) -> str:
+    """The relationship type of a property IRI; refuses one that cannot be a safe identifier."""
+    name = to_rel_type(local_name(relation))
+    if not is_safe(name) or name in RESERVED_TYPES:
+        raise StoreError(
+            f"relation {relation!r} maps to the relationship type {name!r}, which is not a safe, unreserved "
+            "identifier; nothing was written (rename the property in the ontology)"
+        )
+    return name
+
+
+def _labels_clause(labels: Sequence[str]) -> str:
+    return "".join(f":`{label}`" for label in labels)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scope predicates (the tenant fence of every query)
+
+
+def _scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
+    """Equality on every given scope field."""
+    parts = []
+    for name, value in scope.items():
+        params[f"s_{name}"] = value
+        parts.append(f"{var}.{name} = $s_{name}")
+    if not parts:  # Scope's validator forbids this; an unscoped query must never be built
+        raise StoreError("refusing to build a query without a scope")
+    return " AND ".join(parts)
+
+
+def _exact_scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
+    """All three fields equal; ``None`` means the property is absent."""
+    parts = []
+    for name in _SCOPE_FIELDS:
+        value = getattr(scope, name)
+        if value is None:
+            parts.append(f"{var}.{name} IS NULL")
+        else:
+            params[f"s_{name}"] = value
+            parts.append(f"{var}.{name} = $s_{name}")
+    return " AND ".join(parts)
+
+
+def _hint_field(scope: Scope) -> str:
+    given = dict(scope.items())
+    return next(f for f in _HINT_ORDER if f in given)
+
+
+def _hint(scope: Scope, var: str, label: str) -> str:
+    """Force the scope index on ``label`` (every scope field of Entity and Quarantine is indexed)."""
+    return f"USING INDEX {var}:{label}({_hint_field(scope)})"
+
+
+def _scope_props(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, Any]:
+    return {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)) if v is not None}
+
+
+# --------------------------------------------------------------------------------------------------
+# Conversions
+
+
+def _dt(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, Neo4jDateTime):
+        return to_utc(value.to_native())
+    if isinstance(value, datetime):
+        return to_utc(value)
+    raise StoreError(f"unexpected time value {value!r} in Neo4j")
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return to_utc(value) if value is not None else None
+
+
+def _entity(row: dict[str, Any]) -> Entity:
+    return Entity(
+        id=row["id"], name=row["name"], classes=list(row.get("classes") or []),
+        aliases=list(row.get("aliases") or []), user_id=row.get("user_id"), agent_id=row.get("agent_id"),
+        run_id=row.get("run_id"), created_at=_dt(row["created_at"]), updated_at=_dt(row.get("updated_at")),
+    )
+
+
+def _relation(row: dict[str, Any]) -> Relation:
+    r = row["fact"]
+    return Relation(
+        id=r["id"], source_id=row["source"], relation=r["relation"], target_id=row["target"], value=row["value"],
+        datatype=row["datatype"], memory_ids=sorted(r.get("memory_ids") or []), valid_from=_dt(r.get("valid_from")),
+        valid_to=_dt(r.get("valid_to")), created_at=_dt(r["created_at"]), user_id=r.get("user_id"),
+        agent_id=r.get("agent_id"), run_id=r.get("run_id"),
+    )
+
+
+def _quarantine(row: dict[str, Any]) -> QuarantineEntry:
+    return QuarantineEntry(
+        id=row["id"], triple=json.loads(row["triple"]), reasons=json.loads(row["reasons"]),
+        memory_ids=list(row.get("memory_ids") or []), ontology=row["ontology"], status=row["status"],
+        user_id=row.get("user_id"), agent_id=row.get("agent_id"), run_id=row.get("run_id"),
+        created_at=_dt(row["created_at"]), released_at=_dt(row.get("released_at")),
+    )
+
+
+def _unique(items: Iterable[T]) -> list[T]:
+    return list(dict.fromkeys(items))
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def _aliases_props(aliases: Sequence[str]) -> dict[str, Any]:
+    return {
+        "aliases": list(aliases),
+        "alias_keys": _unique(norm_name(a) for a in aliases),
+        "aliases_text": "\n".join(aliases) if aliases else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Writes
+
+_CREATE_ENTITIES_PROC: Final = """
+UNWIND $rows AS r
+CREATE (e:Entity{labels})
+SET e = r.props
+WITH e, r
+CALL db.create.setNodeVectorProperty(e, 'embedding', r.vec)
+"""
+_CREATE_ENTITIES_SET: Final = """
+UNWIND $rows AS r
+CREATE (e:Entity{labels})
+SET e = r.props, e.embedding = r.vec
+"""
+_UPDATE_ENTITIES: Final = """
+UNWIND $rows AS r
+MATCH (e:Entity {id: r.id})
+SET e.classes = r.classes, e.aliases = r.aliases, e.alias_keys = r.alias_keys, e.aliases_text = r.aliases_text,
+    e.updated_at = r.updated_at
+RETURN count(e) AS n
+"""
+_ADD_LABELS: Final = """
+UNWIND $ids AS id
+MATCH (e:Entity {{id: id}})
+SET e{labels}
+"""
+# Missing entities are an error (as a foreign key would be); a memory outside the write's scope is
+# never linked (no edge across tenants), an unknown one cannot be.
+_MENTIONS: Final = """
+UNWIND $rows AS r
+OPTIONAL MATCH (e:Entity {{id: r.e}})
+OPTIONAL MATCH (m:Memory {{id: r.m}}) WHERE {scope}
+FOREACH (_ IN CASE WHEN e IS NOT NULL AND m IS NOT NULL THEN [1] ELSE [] END | MERGE (m)-[:MENTIONS]->(e))
+WITH r, e WHERE e IS NULL
+RETURN collect(DISTINCT r.e) AS missing
+"""
+# SET then REMOVE a dummy property takes each subject's write lock before its facts are read, so
+# concurrent writers of facts about one entity serialize and the second one sees the first's edge.
+_LOCK_ENTITIES: Final = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+SET e._lock = true REMOVE e._lock
+"""
+_FIND_TWINS: Final = """
+UNWIND $rows AS r
+MATCH (s:Entity {{id: r.source}})-[x:`{rtype}`]->(o)
+WHERE x.relation = r.relation AND x.valid_to IS NULL AND CASE
+    WHEN r.target IS NOT NULL THEN o:Entity AND o.id = r.target
+    ELSE o:Value AND o.value = r.value AND coalesce(o.datatype = r.datatype, o.datatype IS NULL AND r.datatype IS NULL)
+END
+RETURN r.i AS i, x.id AS id
+ORDER BY x.created_at, x.seq, x.id
+"""
+_CREATE_FACTS: Final = """
+UNWIND $rows AS r
+MATCH (s:Entity {{id: r.source}})
+MATCH (t:Entity {{id: r.target}})
+CREATE (s)-[x:`{rtype}`]->(t)
+SET x = r.props
+RETURN count(x) AS n
+"""
+_CREATE_LITERAL_FACTS: Final = """
+UNWIND $rows AS r
+MATCH (s:Entity {{id: r.source}})
+CREATE (s)-[x:`{rtype}`]->(v:Value)
+SET x = r.props, v = r.value
+RETURN count(x) AS n
+"""
+_MERGE_FACTS: Final = """
+UNWIND $rows AS r
+MATCH (s:Entity {{id: r.source}})-[x:`{rtype}`]->()
+WHERE x.id = r.id
+WITH x, r, coalesce(x.memory_ids, []) AS had
+SET x.memory_ids = had + [m IN r.mids WHERE NOT m IN had]
+"""
+# Closing starts from the subjects of this write's facts (the usual case: a functional property's new
+# value closes the old one of the same subject), then looks through the write's scope for the rest.
+_CLOSE_FROM: Final = """
+UNWIND $sources AS sid
+MATCH (:Entity {{id: sid}})-[x]->()
+WHERE x.id IN $ids AND {scope}
+SET x.valid_to = coalesce(x.valid_to, $at[x.id])
+RETURN DISTINCT x.id AS id
+"""
+_CLOSE_IN_SCOPE: Final = """
+MATCH (s:Entity) {hint} WHERE {entity_scope}
+MATCH (s)-[x]->()
+WHERE x.id IN $ids AND {scope}
+SET x.valid_to = coalesce(x.valid_to, $at[x.id])
+RETURN DISTINCT x.id AS id
+"""
+_CREATE_QUARANTINE: Final = """
+UNWIND $rows AS r
+CREATE (q:Quarantine)
+SET q = r
+"""
+_RELEASE: Final = """
+UNWIND $ids AS id
+MATCH (q:Quarantine {{id: id}})
+WHERE {scope}
+SET q.status = 'released', q.released_at = $at
+"""
+
+
+@dataclass
+class _NewFact:
+    rel: Relation
+    rtype: str
+    mids: list[str]
+
+
+@dataclass
+class _Merge:
+    id: str
+    source: str
+    rtype: str
+    mids: list[str] = field(default_factory=list)
+
+
+def write_graph(
+    tx: ManagedTransaction,
+    scope: Scope,
+    change: GraphWrite,
+    *,
+    batch: int,
+    vector: Callable[[Vector, str], list[float]],
+    vector_proc: bool,
+) -> WriteResult:
+    """Apply the graph part of ``change`` (the caller has written its memories and events in ``tx``).
+
+    Order: entities, entity updates, facts (twin merge), mentions, closes, quarantine, releases.
+    Every name check happens before the first statement, so a bad name writes nothing.
+    """
+    types = {rel.relation: rel_type(rel.relation) for rel in change.relations}
+    seq = time.time_ns()
+
+    # Entities, one UNWIND per label set.
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for pos, item in enumerate(change.entities):
+        e = item.entity
+        props: dict[str, Any] = {
+            "id": e.id, "name": e.name, "key": norm_name(e.name), "classes": list(e.classes),
+            **_aliases_props(e.aliases), **_scope_props(e.user_id, e.agent_id, e.run_id),
+            "created_at": to_utc(e.created_at), "seq": seq + pos,
+        }
+        row = {"props": {k: v for k, v in props.items() if v is not None},
+               "vec": vector(item.vector, f"embedding of entity {e.id}")}
+        groups.setdefault(tuple(class_labels(e.classes)), []).append(row)
+    create = _CREATE_ENTITIES_PROC if vector_proc else _CREATE_ENTITIES_SET
+    for labels, rows in groups.items():
+        query = create.replace("{labels}", _labels_clause(labels))
+        for chunk in _chunks(rows, batch):
+            tx.run(query, rows=chunk).consume()
+
+    # Entity updates: classes and aliases replaced, labels of new classes added.
+    if change.entity_updates:
+        rows = [
+            {"id": e.id, "classes": list(e.classes), **_aliases_props(e.aliases), "updated_at": _utc(e.updated_at)}
+            for e in change.entity_updates
+        ]
+        for chunk in _chunks(rows, batch):
+            found = tx.run(_UPDATE_ENTITIES, rows=chunk).single()
+            if found is None or found["n"] != len(chunk):
+                raise StoreError("an entity update names an entity that does not exist; nothing was written")
+        by_labels: dict[tuple[str, ...], list[str]] = {}
+        for e in change.entity_updates:
+            labels = tuple(class_labels(e.classes))
+            if labels:
+                by_labels.setdefault(labels, []).append(e.id)
+        for labels, ids in by_labels.items():
+            query = _ADD_LABELS.format(labels=_labels_clause(labels))
+            for part in _chunks(ids, batch):
+                tx.run(query, ids=part).consume()
+
+    result = _write_facts(tx, change, types, seq + len(change.entities), batch)
+
+    # Mentions: the given ones, plus supporting memory -> subject for every fact written or merged.
+    pairs = _unique([*change.mentions, *((m, rel.source_id) for rel in change.relations for m in rel.memory_ids)])
+    if pairs:
+        params: dict[str, Any] = {}
+        query = _MENTIONS.format(scope=_scope_where(scope, "m", params))
+        for chunk in _chunks([{"m": m, "e": e} for m, e in pairs], batch):
+            linked = tx.run(query, params, rows=chunk).single()
+            if linked is not None and linked["missing"]:
+                raise StoreError(f"mentions name unknown entities {linked['missing'][:5]}; nothing was written")
+
+    if change.closes:
+        _close(tx, scope, change, batch)
+
+    if change.quarantine:
+        rows = [
+            {k: v for k, v in {
+                "id": q.id, "triple": json.dumps(q.triple, ensure_ascii=False, default=str),
+                "reasons": json.dumps(q.reasons, ensure_ascii=False, default=str),
+                "memory_ids": _unique(q.memory_ids), "ontology": q.ontology, "status": q.status,
+                **_scope_props(q.user_id, q.agent_id, q.run_id), "created_at": to_utc(q.created_at),
+                "released_at": _utc(q.released_at), "seq": seq + len(change.entities) + len(change.relations) + pos,
+            }.items() if v is not None}
+            for pos, q in enumerate(change.quarantine)
+        ]
+        for chunk in _chunks(rows, batch):
+            tx.run(_CREATE_QUARANTINE, rows=chunk).consume()
+
+    if change.released:
+        at = max((to_utc(e.created_at) for e in change.events), default=None) or utcnow()
+        params = {"at": at}
+        query = _RELEASE.format(scope=_scope_where(scope, "q", params))
+        for part in _chunks(_unique(change.released), batch):
+            tx.run(query, params, ids=part).consume()
+    return result
+
+
+def _write_facts(
+    tx: ManagedTransaction, change: GraphWrite, types: dict[str, str], seq: int, batch: int
+) -> WriteResult:
+    """Create facts, or add provenance to an open twin (same subject, relation and object).
+
+    Twins stored before this write are found after locking the subjects; twins within the write
+    are resolved here in order, as the SQLite store's row-by-row inserts would.
+    """
+    result = WriteResult()
+    if not change.relations:
+        return result
+    tx.run(_LOCK_ENTITIES, ids=sorted({rel.source_id for rel in change.relations})).consume()
+    lookup: dict[str, list[dict[str, Any]]] = {}
+    for i, rel in enumerate(change.relations):
+        lookup.setdefault(types[rel.relation], []).append(
+            {"i": i, "source": rel.source_id, "relation": rel.relation, "target": rel.target_id,
+             "value": rel.value, "datatype": rel.datatype}
+        )
+    stored: dict[int, str] = {}
+    for rtype, rows in lookup.items():
+        query = _FIND_TWINS.format(rtype=rtype)
+        for chunk in _chunks(rows, batch):
+            for rec in tx.run(query, rows=chunk):
+                stored.setdefault(rec["i"], rec["id"])
+
+    open_now: dict[tuple[str, str, str | None, str | None, str | None], _NewFact | _Merge] = {}
+    merges: dict[str, _Merge] = {}
+    new: list[_NewFact] = []
+    for i, rel in enumerate(change.relations):
+        key = (rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype)
+        twin = open_now.get(key)
+        if twin is None and i in stored:
+            twin = merges.setdefault(stored[i], _Merge(stored[i], rel.source_id, types[rel.relation]))
+            open_now[key] = twin
+        if twin is not None:
+            twin.mids.extend(m for m in rel.memory_ids if m not in twin.mids)
+            result.merged.append(twin.id if isinstance(twin, _Merge) else twin.rel.id)
+            continue
+        fact = _NewFact(rel, types[rel.relation], _unique(rel.memory_ids))
+        new.append(fact)
+        result.added.append(rel.id)
+        if rel.valid_to is None:
+            open_now[key] = fact
+
+    creates: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for pos, fact in enumerate(new):
+        rel = fact.rel
+        props = {
+            "id": rel.id, "relation": rel.relation, "memory_ids": fact.mids, "valid_from": _utc(rel.valid_from),
+            "valid_to": _utc(rel.valid_to), "created_at": to_utc(rel.created_at), "seq": seq + pos,
+            **_scope_props(rel.user_id, rel.agent_id, rel.run_id),
+        }
+        row: dict[str, Any] = {"source": rel.source_id, "target": rel.target_id,
+                               "props": {k: v for k, v in props.items() if v is not None}}
+        literal = rel.target_id is None
+        if literal:
+            row["value"] = {"id": rel.id, "value": rel.value,
+                            **({"datatype": rel.datatype} if rel.datatype is not None else {}),
+                            **_scope_props(rel.user_id, rel.agent_id, rel.run_id)}
+        creates.setdefault((fact.rtype, literal), []).append(row)
+    for (rtype, literal), rows in creates.items():
+        query = (_CREATE_LITERAL_FACTS if literal else _CREATE_FACTS).format(rtype=rtype)
+        for chunk in _chunks(rows, batch):
+            done = tx.run(query, rows=chunk).single()
+            if done is None or done["n"] != len(chunk):
+                raise StoreError("a fact names an entity that does not exist; nothing was written")
+
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for m in merges.values():
+        by_type.setdefault(m.rtype, []).append({"id": m.id, "source": m.source, "mids": m.mids})
+    for rtype, rows in by_type.items():
+        query = _MERGE_FACTS.format(rtype=rtype)
+        for chunk in _chunks(rows, batch):
+            tx.run(query, rows=chunk).consume()
+    return result
+
+
+def _close(tx: ManagedTransaction, scope: Scope, change: GraphWrite, batch: int) -> None:
+    """Set ``valid_to`` on still-open facts in scope (the first close of an id wins; unknown ids: no-op)."""
+    at: dict[str, datetime] = {}
+    for rid, when in change.closes:
+        at.setdefault(rid, to_utc(when))
+    left = set(at)
+    sources = sorted({rel.source_id for rel in change.relations})
+    for part in _chunks(sorted(left), batch):
+        params: dict[str, Any] = {"ids": part, "at": {k: at[k] for k in part}}
+        if sources:
+            query = _CLOSE_FROM.format(scope=_scope_where(scope, "x", params))
+            for chunk in _chunks(sources, batch):
+                left.difference_update(r["id"] for r in tx.run(query, params, sources=chunk))
+    if left:
+        for part in _chunks(sorted(left), batch):
+            params = {"ids": part, "at": {k: at[k] for k in part}}
+            query = _CLOSE_IN_SCOPE.format(hint=_hint(scope, "s", "Entity"),
+                                           entity_scope=_scope_where(scope, "s", params),
+                                           scope=_scope_where(scope, "x", params))
+            tx.run(query, params).consume()
+
+
+# --------------------------------------------------------------------------------------------------
+# Forgetting (delete, delete_scope, reset)
+
+# The facts the deleted memories supported, reached from the entities they mentioned (every
+# supporting memory mentions the fact's subject): strip their ids; a fact left without support goes,
+# with its Value node. Returns the entities at the other end of deleted facts.
+_FORGET_FACTS: Final = """
+UNWIND $entities AS eid
+MATCH (:Entity {id: eid})-[r]->(o)
+WHERE any(x IN coalesce(r.memory_ids, []) WHERE x IN $mids)
+SET r.memory_ids = [x IN r.memory_ids WHERE NOT x IN $mids]
+WITH r, o WHERE size(r.memory_ids) = 0
+WITH r, o, CASE WHEN o:Entity THEN o.id END AS other
+DELETE r
+WITH o, other
+FOREACH (_ IN CASE WHEN o:Value THEN [1] ELSE [] END | DETACH DELETE o)
+RETURN collect(DISTINCT other) AS others
+"""
+_DROP_ORPHANS: Final = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+WHERE NOT EXISTS { (e)--() }
+DELETE e
+"""
+_FORGET_QUARANTINE: Final = """
+MATCH (q:Quarantine) {hint}
+WHERE {scope} AND any(x IN coalesce(q.memory_ids, []) WHERE x IN $mids)
+SET q.memory_ids = [x IN q.memory_ids WHERE NOT x IN $mids]
+"""
+
+
+def forget_memories(
+    tx: ManagedTransaction, scope: Scope, memory_ids: Sequence[str], entity_ids: Iterable[str], batch: int
+) -> None:
+    """After ``memory_ids`` (in ``scope``) were deleted in ``tx``: drop what only they supported.
+
+    ``entity_ids`` are the entities those memories mentioned (read before they were deleted).
+    Their ids leave the provenance of facts and quarantine entries; facts left without support are
+    deleted, then entities left with no mention and no fact.
+    """
+    mids = _unique(memory_ids)
+    if not mids:
+        return
+    touched = _unique(entity_ids)
+    for part in _chunks(touched, batch):
+        row = tx.run(_FORGET_FACTS, entities=part, mids=mids).single()
+        if row is not None:
+            touched.extend(o for o in row["others"] if o is not None)
+    for part in _chunks(_unique(touched), batch):
+        tx.run(_DROP_ORPHANS, ids=part).consume()
+    params: dict[str, Any] = {"mids": mids}
+    query = _FORGET_QUARANTINE.format(hint=_hint(scope, "q", "Quarantine"), scope=_scope_where(scope, "q", params))
+    tx.run(query, params).consume()
+
+
+_DELETE_ENTITIES: Final = """
+MATCH (e:Entity) {hint} WHERE {scope}
+WITH e LIMIT $limit
+CALL (e) {{ MATCH (e)-->(v:Value) DETACH DELETE v }}
+DETACH DELETE e
+RETURN count(*) AS n
+"""
+_DELETE_QUARANTINE: Final = """
+MATCH (q:Quarantine) {hint} WHERE {scope}
+WITH q LIMIT $limit
+DELETE q
+RETURN count(*) AS n
+"""
+
+
+def delete_scope_graph(tx: ManagedTransaction, scope: Scope, limit: int) -> bool:
+    """Delete up to ``limit`` entities (with their facts and Value nodes) and quarantine entries in
+    scope; return whether any may remain."""
+    more = False
+    for template, var, label in ((_DELETE_ENTITIES, "e", "Entity"), (_DELETE_QUARANTINE, "q", "Quarantine")):
+        params: dict[str, Any] = {"limit": limit}
+        query = template.format(hint=_hint(scope, var, label), scope=_scope_where(scope, var, params))
+        row = tx.run(query, params).single()
+        more = more or (row is not None and row["n"] >= limit)
+    return more
+
+
+# --------------------------------------------------------------------------------------------------
+# Reads
+
+
+def find_entities(tx: ManagedTransaction, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+    """By key (index seek on ``Entity.key``) or alias key (scan of the scope through its index)."""
+    wanted = _unique(keys)
+    if not wanted:
+        return {}
+    params: dict[str, Any] = {"keys": wanted}
+    exact = _exact_scope_where(scope, "e", params)
+    given = _hint_field(scope)
+    query = (
+        "CALL () { MATCH (e:Entity) WHERE e.key IN $keys RETURN e "
+        f"UNION MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE e.{given} = $s_{given} "
+        "AND any(k IN coalesce(e.alias_keys, []) WHERE k IN $keys) RETURN e } "
+        f"WITH e WHERE {exact} "
+        f"RETURN e {_ENTITY_PROJ} AS ent, [k IN [e.key] + coalesce(e.alias_keys, []) WHERE k IN $keys] AS hits "
+        "ORDER BY e.created_at, e.seq, e.id"
+    )
+    out: dict[str, Entity] = {}
+    for rec in tx.run(query, params):
+        entity: Entity | None = None
+        for key in rec["hits"]:
+            if key not in out:
+                entity = entity or _entity(rec["ent"])
+                out[key] = entity
+    return out
+
+
+def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+    """The entities in scope, every open fact touching them, and the entities at the other ends."""
+    ctx = GraphContext()
+    ids = _unique(entity_ids)
+    if not ids:
+        return ctx
+    params: dict[str, Any] = {"ids": ids}
+    query = (
+        f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) WHERE {_scope_where(scope, 'e', params)} "
+        f"RETURN e {_ENTITY_PROJ} AS e"
+    )
+    for rec in tx.run(query, params):
+        ctx.entities[rec["e"]["id"]] = _entity(rec["e"])
+    if not ctx.entities:
+        return ctx
+    found = list(ctx.entities)
+    facts = (
+        "UNWIND $found AS id MATCH (e:Entity {id: id}) "
+        "CALL (e) { MATCH (e)-[r]->(o) WHERE r.valid_to IS NULL AND (o:Entity OR o:Value) RETURN r, e AS s, o "
+        "UNION ALL MATCH (s:Entity)-[r]->(e) WHERE r.valid_to IS NULL RETURN r, s, e AS o } "
+        f"WITH DISTINCT r, s, o RETURN {_FACT_COLUMNS}, "
+        f"CASE WHEN NOT s.id IN $found THEN s {_ENTITY_PROJ} END AS s_ent, "
+        f"CASE WHEN o:Entity AND NOT o.id IN $found THEN o {_ENTITY_PROJ} END AS o_ent "
+        f"{_FACT_ORDER}"
+    )
+    seen: set[str] = set()
+    for rec in tx.run(facts, found=found):
+        row = rec.data()
+        rel = _relation(row)
+        if rel.id in seen:
+            continue
+        seen.add(rel.id)
+        ctx.relations.append(rel)
+        for other in (row["s_ent"], row["o_ent"]):
+            if other is not None and other["id"] not in ctx.entities:
+                ctx.entities[other["id"]] = _entity(other)
+    return ctx
+
+
+def relations(
+    tx: ManagedTransaction, scope: Scope, memory_id: str | None, include_closed: bool
+) -> list[Relation]:
+    params: dict[str, Any] = {}
+    where = [_scope_where(scope, "r", params)]
+    if memory_id is not None:
+        params["mid"] = memory_id
+        where.append("$mid IN coalesce(r.memory_ids, [])")
+    if not include_closed:
+        where.append("r.valid_to IS NULL")
+    query = (
+        f"MATCH (s:Entity) {_hint(scope, 's', 'Entity')} WHERE {_scope_where(scope, 's', params)} "
+        f"MATCH (s)-[r]->(o) WHERE {' AND '.join(where)} "
+        f"RETURN {_FACT_COLUMNS} {_FACT_ORDER}"
+    )
+    return [_relation(rec.data()) for rec in tx.run(query, params)]
+
+
+def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
+    rows = tx.run(
+        "MATCH (:Entity)-[r]->() RETURN DISTINCT r.user_id AS user_id, r.agent_id AS agent_id, r.run_id AS run_id"
+    ).data()
+    found = {(r["user_id"], r["agent_id"], r["run_id"]) for r in rows}
+    found.discard((None, None, None))
+
+    def order(s: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
+        return tuple((v is not None, v or "") for v in s)  # NULL first, as SQL sorts it
+
+    return [Scope(user_id=u, agent_id=a, run_id=r) for u, a, r in sorted(found, key=order)]
+
+
+def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> list[QuarantineEntry]:
+    params: dict[str, Any] = {}
+    where = _scope_where(scope, "q", params)
+    if status is not None:
+        params["status"] = status
+        where += " AND q.status = $status"
+    query = (
+        f"MATCH (q:Quarantine) {_hint(scope, 'q', 'Quarantine')} WHERE {where} "
+        f"RETURN {_QUARANTINE_PROJ} AS entry ORDER BY q.created_at, q.seq, q.id"
+    )
+    return [_quarantine(rec["entry"]) for rec in tx.run(query, params)]
