@@ -14,10 +14,12 @@ from .errors import (
     InvalidInputError,
     NotFoundError,
     OntologyError,
+    ReadOnlyError,
     SchemaMismatchError,
     ScopeError,
     StoreError,
     StoreUnavailableError,
+    UnsupportedError,
 )
 from .memory import AsyncMemory, Memory
 from .models import MemoryType, Scope
@@ -36,10 +38,12 @@ __all__ = [
     "MemoryType",
     "NotFoundError",
     "OntologyError",
+    "ReadOnlyError",
     "SchemaMismatchError",
     "Scope",
     "ScopeError",
     "StoreError",
     "StoreUnavailableError",
+    "UnsupportedError",
     "__version__",
 ]

@@ -45,6 +45,14 @@ class StoreUnavailableError(StoreError):
     """The storage backend cannot be reached (the message names where graphmem looked)."""
 
 
+class ReadOnlyError(StoreError):
+    """An analyst query tried to change data; ``Memory.cypher`` only reads."""
+
+
+class UnsupportedError(GraphmemError):
+    """The operation needs a backend feature this store does not have (e.g. Cypher on SQLite)."""
+
+
 class SchemaMismatchError(StoreError):
     """The store was created with another embedding model or dimension than the one configured."""
 

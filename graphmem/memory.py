@@ -383,6 +383,13 @@ class Memory:
                 break
         return {"results": results, "relations": []}
 
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Analysts' read-only Cypher (Neo4j store). Any query that would write raises ``ReadOnlyError``.
+
+        Not scoped: it is an administration and analysis tool; give analysts their own credentials.
+        """
+        return self.store.cypher(query, params)
+
     @staticmethod
     def _positive(value: int | None, default: int, name: str) -> int:
         if value is None:

@@ -357,3 +357,21 @@ def test_crowded_index_still_finds_the_scopes_matches(mem: Memory, uid: str) -> 
     assert len(cands.fulltext) == 2 and len(cands.vector) == 2
     assert {i for i, _ in cands.fulltext} <= set(mine)
     mem.store.delete_scope(Scope(user_id=crowd), now)
+
+
+def test_cypher_is_read_only_for_analysts(mem: Memory, uid: str) -> None:
+    from graphmem import ReadOnlyError, UnsupportedError
+
+    mem.add("analysts can read this", infer=False, user_id=uid)
+    if mem.info.backend == "sqlite":
+        with pytest.raises(UnsupportedError, match="Neo4j"):
+            mem.cypher("MATCH (m:Memory) RETURN count(m)")
+        return
+    rows = mem.cypher("MATCH (m:Memory {user_id: $u}) RETURN m.memory AS text, m.created_at AS at", {"u": uid})
+    assert rows[0]["text"] == "analysts can read this" and isinstance(rows[0]["at"], str)
+    for write in ["MATCH (m:Memory {user_id: $u}) DETACH DELETE m", "CREATE (:Memory {id: 'x'})",
+                  "MATCH (m:Memory {user_id: $u}) SET m.memory = 'changed'", "CREATE INDEX x FOR (n:X) ON (n.y)",
+                  "MERGE (n:Memory {id: 'y'}) RETURN n"]:
+        with pytest.raises(ReadOnlyError):
+            mem.cypher(write, {"u": uid})
+    assert [r["memory"] for r in mem.get_all(user_id=uid)["results"]] == ["analysts can read this"]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import UnsupportedError
 from ..filters import Filter
 from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
 
@@ -215,6 +216,13 @@ class Store(ABC):
     @abstractmethod
     def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
         """Quarantine entries in scope, oldest first (``status=None``: all)."""
+
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read-only Cypher query for an analyst. Only graph databases have it."""
+        raise UnsupportedError(
+            f"Cypher queries need the Neo4j store; this store is {type(self).__name__} "
+            "(use get_all/search, or `graphmem migrate` to move the data into Neo4j)"
+        )
 
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:

@@ -47,6 +47,7 @@ from ..errors import (
     ConfigError,
     GraphmemError,
     InvalidInputError,
+    ReadOnlyError,
     SchemaMismatchError,
     StoreError,
     StoreUnavailableError,
@@ -516,6 +517,20 @@ RETURN deleted, entities
 """
 
 
+_QUERY_KIND: Final = {"rw": "read and write", "w": "write", "s": "change the schema"}
+
+
+def _plain(value: Any) -> Any:
+    """Driver values as plain Python: temporal types as ISO strings, containers recursively."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "iso_format"):
+        return value.iso_format()
+    return value
+
+
 class Neo4jStore(Store):
     """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
 
@@ -580,6 +595,22 @@ class Neo4jStore(Store):
     def _write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._errors(what, write=True), self._session() as session:
             return session.execute_write(work)
+
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Read-only by construction: the planner must classify the query as read-only (``EXPLAIN``
+        reports its type) and it runs in a READ transaction, which the server also enforces."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("a Cypher query is a non-empty string")
+        args = dict(params or {})
+        with self._errors("analyst query", write=False), self._session() as session:
+            kind = session.run("EXPLAIN " + query, args).consume().query_type
+            if kind != "r":
+                raise ReadOnlyError(
+                    f"graphmem's Cypher access is read-only, and this query would {_QUERY_KIND.get(str(kind), str(kind))}; "
+                    "writes go through add/update/delete so that the ontology guard and provenance hold"
+                )
+            rows = session.execute_read(lambda tx: [r.data() for r in tx.run(query, args)])
+        return [{k: _plain(v) for k, v in row.items()} for row in rows]
 
     def _vector(self, vector: Vector, what: str) -> list[float]:
         arr = np.asarray(vector, dtype=np.float32).reshape(-1)

@@ -1,0 +1,109 @@
+"""``add(infer=True)`` end to end with an LLM: the local OpenAI-compatible stand-in answers over real
+HTTP through the real ``openai`` client, on both backends. The stand-in reads the facts it "extracts"
+from lines of the chunk written as ``FACT <source>:<Type> <relation> <target>:<Type>``, so a test
+controls exactly what the model says, chunk by chunk."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import ExtractionError, LLMError, Memory, MemoryConfig
+from graphmem.embedding import HashingEmbedder
+from graphmem.models import Scope
+from graphmem.testing import Reply, StandinServer
+from graphmem.testing.standin import last_user_message
+from tests.conftest import make_config
+
+GM = "https://graphmem.dev/ontology#"
+FACT = re.compile(r"FACT (?P<s>[^:]+):(?P<st>\w+) (?P<r>\w+) (?P<o>[^:\n]+?)(?::(?P<ot>\w+))?(?: @(?P<t>\S+))?$",
+                  re.MULTILINE)
+
+
+def fake_llm(body: dict[str, Any]) -> str:
+    chunk = last_user_message(body)
+    memories, entities, triples = [], {}, []
+    for m in FACT.finditer(chunk):
+        memories.append({"text": f"{m['s']} {m['r']} {m['o']}", "memory_type": "semantic", "event_time": None,
+                         "attributed_to": None, "replaces": None})
+        entities[m["s"]] = {"name": m["s"], "type": m["st"], "aliases": [], "existing": None}
+        if m["ot"]:
+            entities[m["o"]] = {"name": m["o"], "type": m["ot"], "aliases": [], "existing": None}
+        triples.append({"source": m["s"], "relation": m["r"], "target": m["o"], "valid_from": m["t"],
+                        "memory": len(memories) - 1})
+    return json.dumps({"memories": memories, "entities": list(entities.values()), "triples": triples})
+
+
+@pytest.fixture
+def llm() -> Iterator[StandinServer]:
+    with StandinServer() as server:
+        server.chat_responder = fake_llm
+        yield server
+
+
+@pytest.fixture
+def lmem(backend: str, tmp_path: Path, llm: StandinServer) -> Iterator[Memory]:
+    cfg = make_config(backend, tmp_path, llm={
+        "provider": "openai", "base_url": llm.base_url, "api_key": "test", "model": "standin",
+        "max_retries": 1, "output_retries": 1, "timeout_s": 10, "repair": False,
+    }, chunking={"max_tokens": 400})
+    m = Memory(MemoryConfig.load(cfg), embedder=HashingEmbedder(384))
+    yield m
+    m.close()
+
+
+def test_conversation_becomes_a_typed_graph(lmem: Memory, uid: str) -> None:
+    conversation = [
+        {"role": "user", "name": "Wei", "content": "FACT Wei:Person livesIn Beijing:City @2020-01-01"},
+        {"role": "user", "name": "Wei", "content": "FACT Wei:Person worksFor Acme:Company"},
+        {"role": "user", "name": "Wei", "content": "FACT Wei:Person livesIn Ming:Person"},  # wrong range
+    ]
+    first = lmem.add(conversation, user_id=uid, timestamp="2023-06-01")
+    assert first["chunks"] == 1
+    assert sorted(r["target"] for r in first["relations"]["added"]) == ["Acme", "Beijing"]
+    assert [r["target"] for r in first["relations"]["rejected"]] == ["Ming"]
+    assert len(lmem.rejected(user_id=uid)) == 1
+    moved = lmem.add([{"role": "user", "name": "Wei", "content": "FACT Wei:Person livesIn Shanghai:City @2024-03-01"}],
+                     user_id=uid)
+    assert len(moved["relations"]["superseded"]) == 1
+    facts = lmem.store.relations(Scope(user_id=uid))
+    lives = {f.target_id: f for f in facts if f.relation == GM + "livesIn"}
+    assert len(lives) == 2 and sum(f.valid_to is None for f in lives.values()) == 1
+    for f in facts:  # every fact names the memory that states it
+        assert f.memory_ids and all(lmem.store.get(m, Scope(user_id=uid)) for m in f.memory_ids)
+    if lmem.info.backend == "neo4j":
+        rows = lmem.cypher(
+            "MATCH (p:Entity:Person {user_id: $u})-[r:LIVES_IN]->(c:Entity:City) "
+            "RETURN p.name AS p, c.name AS c, r.valid_to IS NULL AS open, size(r.memory_ids) AS n ORDER BY c",
+            {"u": uid})
+        assert rows == [{"p": "Wei", "c": "Beijing", "open": False, "n": 1},
+                        {"p": "Wei", "c": "Shanghai", "open": True, "n": 1}]
+
+
+def test_long_input_is_chunked_and_nothing_is_lost(lmem: Memory, uid: str) -> None:
+    filler = " ".join(f"word{i}" for i in range(40)) + ".\n"
+    text = "FACT Ada:Person livesIn London:City\n" + filler * 900 + "FACT Ada:Person worksFor Babbage:Company\n"
+    out = lmem.add([{"role": "user", "name": "Ada", "content": text}], user_id=uid)
+    assert out["chunks"] > 50
+    assert sorted(r["target"] for r in out["relations"]["added"]) == ["Babbage", "London"]
+
+
+def test_bad_llm_output_raises_and_writes_nothing(lmem: Memory, llm: StandinServer, uid: str) -> None:
+    llm.chat_script.extend([Reply(content="{not json"), Reply(content="{not json either")])
+    with pytest.raises(ExtractionError):
+        lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)
+    llm.chat_script.extend([Reply(content='{"memories": [', finish_reason="length")] * 8)
+    with pytest.raises(ExtractionError):
+        lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)
+    llm.chat_script.extend([Reply(status=429)] * 4)
+    with pytest.raises(LLMError):
+        lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)
+    scope = Scope(user_id=uid)
+    assert lmem.store.count(scope) == 0 and lmem.store.relations(scope) == [] and lmem.rejected(user_id=uid) == []
+    llm.chat_script.append(Reply(content="{not json"))  # one bad answer, then a good one: retried, stored
+    assert lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)["relations"]["added"]
