@@ -279,8 +279,13 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        infer: bool = True,
     ) -> dict[str, Any]:
-        """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key)."""
+        """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key).
+
+        A new text is also re-extracted (``infer``): the graph facts the old text alone supported
+        go, the new text's facts are checked and linked, in the same transaction as the update.
+        """
         scope = Scope.of(user_id, agent_id, run_id)
         if data is None and metadata is None:
             raise InvalidInputError("update needs new text (data) and/or metadata")
@@ -292,10 +297,17 @@ class Memory:
             vector=self.embedder.embed_one(text) if text is not None else None,
             metadata=_metadata(metadata) if metadata is not None else None,
         )
-        record = self.store.update(memory_id, scope, patch)
+        relink = None
+        if text is not None and infer:
+            current = self.store.get(memory_id, scope)
+            if current is None:
+                raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+            relink = self._ingestor().relink(current.scope, current, text, patch.updated_at)
+        record = self.store.update(memory_id, scope, patch, relink.change if relink else None)
         if record is None:
             raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
-        return {**record.public(), "event": EventType.UPDATE.value}
+        relations = relink.summary() if relink else {"added": [], "superseded": [], "rejected": []}
+        return {**record.public(), "event": EventType.UPDATE.value, "relations": relations}
 
     def delete(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None

@@ -112,8 +112,13 @@ class GraphPlanner:
     def plan(
         self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
         default_time: datetime | None = None, provenance: Sequence[Sequence[str]] | None = None,
+        replacing: str | None = None,
     ) -> GraphPlan:
-        """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own."""
+        """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own.
+
+        ``replacing``: a memory being re-linked after an update; facts only it supports are about to
+        go, so they are neither context for the guard nor conflicts to close.
+        """
         result = GraphPlan()
         if not triples:
             return result
@@ -168,6 +173,8 @@ class GraphPlanner:
 
         stored_ids = [e.id for k, e in entities.items() if k not in new_keys]
         ctx = self.store.graph_context(scope, stored_ids)
+        if replacing is not None:
+            ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
         self._resolve_conflicts(items, ctx)
         closing = {r.id for it in items for r in it.closes}
         # The guard names entities by readable keys (its messages are read by people and LLMs).

@@ -155,6 +155,14 @@ class Ingestor:
             out["chunks"] = len(extracted.chunks)
         return out
 
+    def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> GraphPlan:
+        """The graph facts an updated memory's new text states, planned to replace its old ones."""
+        message = Message(role=memory.role or "user", content=text, name=memory.actor_id)
+        req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
+        extracted = self._extract(req, [(message, text)], now)
+        return self.planner().plan(scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time,
+                                   replacing=memory.id)
+
     # -- steps ------------------------------------------------------------------------------------
     def _record(self, req: AddRequest, d: Draft, now: datetime) -> MemoryRecord:
         return MemoryRecord(

@@ -157,9 +157,14 @@ class Store(ABC):
         """Memories in scope matching ``flt``, newest first."""
 
     @abstractmethod
-    def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
+    def update(
+        self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
+    ) -> MemoryRecord | None:
         """Apply ``patch`` and record an UPDATE event with old and new text, atomically.
 
+        With ``relink``, in the same transaction the memory's old graph support is dropped (its
+        mentions and provenance, then facts and entities left unsupported, as on delete) and
+        ``relink`` is written in its place: the facts re-extracted from the new text.
         Returns the new record, or ``None`` when the memory is not in scope (nothing written).
         """
 

@@ -517,6 +517,15 @@ RETURN deleted, entities
 """
 
 
+# Drop one memory's MENTIONS and return what it mentioned, for forget_memories (the memory stays).
+_UNLINK_MEMORY: Final = """
+MATCH (m:Memory {id: $id})
+OPTIONAL MATCH (m)-[x:MENTIONS]->(e:Entity)
+WITH collect(e.id) AS entities, collect(x) AS links
+FOREACH (x IN links | DELETE x)
+RETURN entities
+"""
+
 _QUERY_KIND: Final = {"rw": "read and write", "w": "write", "s": "change the schema"}
 
 
@@ -605,8 +614,9 @@ class Neo4jStore(Store):
         with self._errors("analyst query", write=False), self._session() as session:
             kind = session.run("EXPLAIN " + query, args).consume().query_type
             if kind != "r":
+                would = _QUERY_KIND.get(str(kind), str(kind))
                 raise ReadOnlyError(
-                    f"graphmem's Cypher access is read-only, and this query would {_QUERY_KIND.get(str(kind), str(kind))}; "
+                    f"graphmem's Cypher access is read-only, and this query would {would}; "
                     "writes go through add/update/delete so that the ontology guard and provenance hold"
                 )
             rows = session.execute_read(lambda tx: [r.data() for r in tx.run(query, args)])
@@ -816,8 +826,15 @@ class Neo4jStore(Store):
 
         return self._write("write", work)
 
-    def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
-        """Lock, read, merge in Python, write back and log, all in one write transaction."""
+    def update(
+        self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
+    ) -> MemoryRecord | None:
+        """Lock, read, merge in Python, write back and log, all in one write transaction (with the
+        graph re-linked in it when ``relink`` is given)."""
+        relink_rows = (
+            ([self._memory_row(m) for m in relink.memories], [_history_props(e) for e in relink.events])
+            if relink is not None else None
+        )
         vec = self._vector(patch.vector, "embedding of the update") if patch.vector is not None else None
         params: dict[str, Any] = {"id": memory_id}
         where = _scope_where(scope, "m", params)
@@ -878,6 +895,13 @@ class Neo4jStore(Store):
                 details={"metadata": patch.metadata} if patch.metadata is not None else {},
             )
             tx.run(write_back, id=memory_id, props=props, vec=vec, event=_history_props(event)).consume()
+            if relink is not None and relink_rows is not None:
+                mentioned = tx.run(_UNLINK_MEMORY, id=memory_id).single()
+                graph.forget_memories(tx, scope, [memory_id], mentioned["entities"] if mentioned else [],
+                                      self._cfg.write_batch_size)
+                self._insert_rows(tx, *relink_rows)
+                graph.write_graph(tx, scope, relink, batch=self._cfg.write_batch_size, vector=self._vector,
+                                  vector_proc=_VECTOR_WRITE_PROC)
             return new
 
         return self._write("update", work)

@@ -377,7 +377,9 @@ class SQLiteStore(Store):
         if top % 10_000 < 1 or top > _PRUNE_AT:  # cheap check; delete rarely
             conn.execute("DELETE FROM vec_changes WHERE seq <= ?", (top - _PRUNE_AT // 2,))
 
-    def update(self, memory_id: str, scope: Scope, patch: MemoryPatch) -> MemoryRecord | None:
+    def update(
+        self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
+    ) -> MemoryRecord | None:
         where, params = scope_sql(scope)
         with self._write() as conn:
             row = conn.execute(
@@ -408,6 +410,10 @@ class SQLiteStore(Store):
                 details={"metadata": patch.metadata} if patch.metadata is not None else {},
             )
             conn.execute("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _event_row(event))
+            if relink is not None:
+                graph.forget_memories(conn, [memory_id])  # the memory stays; what it alone supported goes
+                self._insert(conn, relink.memories, relink.events)
+                graph.write_graph(conn, relink)
         return new
 
     def _delete_where(self, conn: sqlite3.Connection, where: str, params: list[Any], at: datetime) -> list[str]:
