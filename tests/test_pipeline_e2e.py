@@ -107,3 +107,48 @@ def test_bad_llm_output_raises_and_writes_nothing(lmem: Memory, llm: StandinServ
     assert lmem.store.count(scope) == 0 and lmem.store.relations(scope) == [] and lmem.rejected(user_id=uid) == []
     llm.chat_script.append(Reply(content="{not json"))  # one bad answer, then a good one: retried, stored
     assert lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)["relations"]["added"]
+
+
+def integrity(mem: Memory, uid: str) -> dict[str, int]:
+    """Orphan entities, facts without support, provenance ids naming no memory: all must be 0."""
+    if mem.info.backend == "neo4j":
+        q = {
+            "orphans": "MATCH (e:Entity {user_id: $u}) WHERE NOT (e)--() RETURN count(e) AS n",
+            "unsupported": "MATCH (:Entity {user_id: $u})-[r]->() WHERE r.memory_ids IS NOT NULL "
+                           "AND size(r.memory_ids) = 0 RETURN count(r) AS n",
+            "dangling": "MATCH (:Entity {user_id: $u})-[r]->() WHERE r.memory_ids IS NOT NULL "
+                        "UNWIND r.memory_ids AS mid OPTIONAL MATCH (m:Memory {id: mid}) "
+                        "WITH m WHERE m IS NULL RETURN count(*) AS n",
+        }
+        return {k: mem.cypher(v, {"u": uid})[0]["n"] for k, v in q.items()}
+    conn = mem.store._conn()  # type: ignore[attr-defined]
+    return {
+        "orphans": conn.execute("SELECT count(*) FROM entities e WHERE e.user_id = ? AND NOT EXISTS "
+                                "(SELECT 1 FROM mentions m WHERE m.entity_id = e.id) AND NOT EXISTS "
+                                "(SELECT 1 FROM relations r WHERE e.id IN (r.source_id, r.target_id))",
+                                (uid,)).fetchone()[0],
+        "unsupported": conn.execute("SELECT count(*) FROM relations r WHERE r.user_id = ? AND NOT EXISTS "
+                                    "(SELECT 1 FROM relation_support s WHERE s.relation_id = r.id)",
+                                    (uid,)).fetchone()[0],
+        "dangling": conn.execute("SELECT count(*) FROM relation_support s JOIN relations r ON r.id = s.relation_id "
+                                 "WHERE r.user_id = ? AND NOT EXISTS "
+                                 "(SELECT 1 FROM memories m WHERE m.id = s.memory_id)", (uid,)).fetchone()[0],
+    }
+
+
+def test_update_relinks_and_delete_leaves_no_orphans(lmem: Memory, uid: str) -> None:
+    first = lmem.add("FACT Ada:Person livesIn London:City\nFACT Ada:Person worksFor Babbage:Company", user_id=uid)
+    london = next(r["id"] for r in first["results"] if "London" in r["memory"])
+    other = lmem.add("FACT Bob:Person knows Ada:Person", user_id=uid)
+    updated = lmem.update(london, "FACT Ada:Person livesIn Paris:City", user_id=uid)
+    assert [r["target"] for r in updated["relations"]["added"]] == ["Paris"]
+    facts = lmem.store.relations(Scope(user_id=uid))
+    targets = {lmem.store.graph_context(Scope(user_id=uid), [f.target_id]).entities[f.target_id].name
+               for f in facts if f.target_id}
+    assert targets == {"Paris", "Babbage", "Ada"}  # London went with the text that alone supported it
+    assert integrity(lmem, uid) == {"orphans": 0, "unsupported": 0, "dangling": 0}
+    for r in first["results"] + other["results"]:
+        lmem.delete(r["id"], user_id=uid)
+    assert lmem.store.relations(Scope(user_id=uid)) == []
+    assert integrity(lmem, uid) == {"orphans": 0, "unsupported": 0, "dangling": 0}
+    assert lmem.store.find_entities(Scope(user_id=uid), ["ada", "paris", "bob"]) == {}
