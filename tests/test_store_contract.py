@@ -228,7 +228,8 @@ def test_every_call_needs_a_scope(mem: Memory) -> None:
     calls = [
         lambda: mem.add("x"), lambda: mem.search("x"), lambda: mem.get("id"), lambda: mem.get_all(),
         lambda: mem.update("id", "x"), lambda: mem.delete("id"), lambda: mem.delete_all(),
-        lambda: mem.history("id"), lambda: mem.add("x", infer=False, user_id=""), lambda: mem.add("x", infer=False, user_id="a\x00b"),
+        lambda: mem.history("id"), lambda: mem.add("x", infer=False, user_id=""),
+        lambda: mem.add("x", infer=False, user_id="a\x00b"),
     ]
     for call in calls:
         with pytest.raises(ScopeError):
