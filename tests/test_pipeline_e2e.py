@@ -5,11 +5,8 @@ controls exactly what the model says, chunk by chunk."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,32 +14,16 @@ from graphmem import ExtractionError, LLMError, Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import Scope
 from graphmem.testing import Reply, StandinServer
-from graphmem.testing.standin import last_user_message
+from graphmem.testing.fake_llm import fact_responder
 from tests.conftest import make_config
 
 GM = "https://graphmem.dev/ontology#"
-FACT = re.compile(r"FACT (?P<s>[^:]+):(?P<st>\w+) (?P<r>\w+) (?P<o>[^:\n]+?)(?::(?P<ot>\w+))?(?: @(?P<t>\S+))?$",
-                  re.MULTILINE)
-
-
-def fake_llm(body: dict[str, Any]) -> str:
-    chunk = last_user_message(body)
-    memories, entities, triples = [], {}, []
-    for m in FACT.finditer(chunk):
-        memories.append({"text": f"{m['s']} {m['r']} {m['o']}", "memory_type": "semantic", "event_time": None,
-                         "attributed_to": None, "replaces": None})
-        entities[m["s"]] = {"name": m["s"], "type": m["st"], "aliases": [], "existing": None}
-        if m["ot"]:
-            entities[m["o"]] = {"name": m["o"], "type": m["ot"], "aliases": [], "existing": None}
-        triples.append({"source": m["s"], "relation": m["r"], "target": m["o"], "valid_from": m["t"],
-                        "memory": len(memories) - 1})
-    return json.dumps({"memories": memories, "entities": list(entities.values()), "triples": triples})
 
 
 @pytest.fixture
 def llm() -> Iterator[StandinServer]:
     with StandinServer() as server:
-        server.chat_responder = fake_llm
+        server.chat_responder = fact_responder
         yield server
 
 
