@@ -95,6 +95,12 @@ class ChunkingConfig(_Section):
     semantic_threshold: float = Field(0.5, ge=-1, le=1)
     """``semantic``: start a new chunk where adjacent sentences' cosine similarity drops below this."""
 
+    @model_validator(mode="after")
+    def _check_overlap(self) -> ChunkingConfig:
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError("chunking.overlap_tokens must be below chunking.max_tokens")
+        return self
+
 
 class OntologyConfig(_Section):
     ontology: list[Path] | None = None
