@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from .config import MemoryConfig
 from .embedding import Embedder, create_embedder
 from .errors import InvalidInputError, NotFoundError
+from .chunking import Chunk
 from .extraction import Extractor
 from .filters import parse as parse_filters
 from .models import (
@@ -214,13 +215,14 @@ class Memory:
             log.info("graphmem extractor: %s", self._extractor_instance.name)
         return self._extractor_instance
 
-    def _chunk(self, lines: list[str]) -> list[str]:
+    def _chunk(self, lines: list[str]) -> list[Chunk]:
         if self._chunker is None:
             from .chunking import from_config
 
             model = self.config.llm.model if self.config.llm.provider == "openai" else None
             self._chunker = from_config(self.config.chunking, model, embed=self.embedder.embed)
-        return [c.text for c in self._chunker(lines)]
+        chunks: list[Chunk] = self._chunker.chunk_messages(lines)
+        return chunks
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,

@@ -81,11 +81,13 @@ def test_bad_llm_output_raises_and_writes_nothing(lmem: Memory, llm: StandinServ
     llm.chat_script.extend([Reply(content='{"memories": [', finish_reason="length")] * 8)
     with pytest.raises(ExtractionError):
         lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)
+    llm.chat_script.clear()
     llm.chat_script.extend([Reply(status=429)] * 4)
     with pytest.raises(LLMError):
         lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)
     scope = Scope(user_id=uid)
     assert lmem.store.count(scope) == 0 and lmem.store.relations(scope) == [] and lmem.rejected(user_id=uid) == []
+    llm.chat_script.clear()
     llm.chat_script.append(Reply(content="{not json"))  # one bad answer, then a good one: retried, stored
     assert lmem.add("FACT Ada:Person livesIn London:City", user_id=uid)["relations"]["added"]
 

@@ -95,6 +95,7 @@ class _Item:
     valid_from: datetime
     memory_ids: list[str]
     closes: list[Relation] = field(default_factory=list)
+    valid_to: datetime | None = None
     quarantine_id: str | None = None
 
 
@@ -175,31 +176,40 @@ class GraphPlanner:
         ctx = self.store.graph_context(scope, stored_ids)
         if replacing is not None:
             ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
-        self._resolve_conflicts(items, ctx)
-        closing = {r.id for it in items for r in it.closes}
+        groups, replaced = self._functional_groups(items, ctx)
         # The guard names entities by readable keys (its messages are read by people and LLMs).
         known = {**ctx.entities, **{e.id: e for e in entities.values()}}
         key = readable_keys(known.values())
-        context = [self._triple(r, key) for r in ctx.relations if r.id not in closing]
+        context = [self._triple(r, key) for r in ctx.relations if r.id not in replaced]
         types = {key[e.id]: list(e.classes) for e in known.values()}
-        guard_triples = [
-            Triple(key[it.source.id], it.relation or it.given.relation,
-                   it.literal if it.literal is not None else key[it.target.id] if it.target else "")
-            for it in items
-        ]
-        report = self.guard.check(guard_triples, types, context, new_entities=[key[entities[k].id] for k in new_keys])
-        result.verdicts = report.verdicts
+        fresh_keys = [key[entities[k].id] for k in new_keys]
+        # Values of one functional property are judged one state at a time: the newest of each group
+        # with everything else, then each older value (which becomes history) on its own.
+        rounds: list[list[int]] = [[i for i in range(len(items)) if not any(i in g[:-1] for g in groups)]]
+        depth = max((len(g) for g in groups), default=1)
+        rounds += [[g[-1 - d] for g in groups if len(g) > d] for d in range(1, depth)]
+        verdicts: list[Verdict | None] = [None] * len(items)
+        fingerprint = ""
+        for members in rounds:
+            report = self.guard.check([self._guard_triple(items[i], key) for i in members], types, context,
+                                      new_entities=fresh_keys)
+            fingerprint = report.fingerprint
+            for i, v in zip(members, report.verdicts, strict=True):
+                verdicts[i] = v
+        final = [v for v in verdicts if v is not None]
+        self._settle(items, final, groups, ctx)
+        result.verdicts = final
         used: set[str] = set()
         mentions: set[tuple[str, str]] = set()
         change = result.change
-        for it, verdict in zip(items, report.verdicts, strict=True):
+        for it, verdict in zip(items, final, strict=True):
             if verdict.accepted:
                 self._accept(it, scope, now, result)
                 ends = [e.id for e in (it.source, it.target) if e is not None]
                 used.update(ends)
                 mentions.update((m, e) for m in it.memory_ids for e in ends)
             else:
-                self._reject(it, verdict, scope, now, report.fingerprint, result)
+                self._reject(it, verdict, scope, now, fingerprint, result)
         fresh = [e for k, e in entities.items() if k in new_keys and e.id in used]
         if fresh:
             vectors = self.embedder.embed([e.name for e in fresh])
@@ -213,28 +223,54 @@ class GraphPlanner:
         rel = self.ontology.relation_info(relation)
         return rel.kind if rel else None
 
-    def _resolve_conflicts(self, items: list[_Item], ctx: GraphContext) -> None:
-        """For a functional property, the newest value is the open one: the stored open edge with
-        another value, and earlier values in the same batch, are closed at the new fact's time."""
-        latest: dict[tuple[str, str], _Item] = {}
-        for it in items:
+    def _functional_groups(self, items: list[_Item], ctx: GraphContext) -> tuple[list[list[int]], set[str]]:
+        """Items stating values of one functional property of one subject, oldest first, and the
+        stored open edges that a newer value in the batch may replace (left out of the guard's
+        context: the guard judges the state after the update)."""
+        by_key: dict[tuple[str, str], list[int]] = {}
+        for i, it in enumerate(items):
             rel = self.ontology.relations.get(it.relation or "")
-            if rel is None or not rel.functional:
+            if rel is not None and rel.functional:
+                by_key.setdefault((it.source.id, rel.iri), []).append(i)
+        groups = [sorted(g, key=lambda i: (items[i].valid_from, i)) for g in by_key.values()]
+        replaced: set[str] = set()
+        for (source, relation), members in by_key.items():
+            newest = max(items[i].valid_from for i in members)
+            for r in ctx.relations:
+                if r.source_id == source and r.relation == relation and r.valid_to is None and (
+                        r.valid_from is None or r.valid_from <= newest):
+                    replaced.add(r.id)
+        return groups, replaced
+
+    def _settle(self, items: list[_Item], verdicts: list[Verdict], groups: list[list[int]],
+                ctx: GraphContext) -> None:
+        """Decide validity for each functional group from what was accepted: the newest accepted
+        value is open and closes the stored open value (unless that one is newer: then the new value
+        is history); older accepted values in the batch end where the next accepted one starts."""
+        for group in groups:
+            accepted = [i for i in group if verdicts[i].accepted]
+            if not accepted:
                 continue
-            key = (it.source.id, rel.iri)
-            prev = latest.get(key)
-            if prev is not None and _object(prev) != _object(it):
-                prev.closes = []  # the batch's later value wins; the earlier one never becomes open
-            latest[key] = it
-            it.closes = [
-                r for r in ctx.relations
-                if r.source_id == it.source.id and r.relation == rel.iri and r.valid_to is None
-                and (r.target_id, r.value) != _object(it)
-            ]
-        for it in items:
-            rel = self.ontology.relations.get(it.relation or "")
-            if rel is not None and rel.functional and latest.get((it.source.id, rel.iri)) is not it:
-                it.closes = []
+            first = items[group[0]]
+            source, relation = first.source.id, first.relation
+            stored = [r for r in ctx.relations if r.source_id == source and r.relation == relation
+                      and r.valid_to is None]
+            for a, b in zip(accepted, accepted[1:], strict=False):
+                if _object(items[a]) != _object(items[b]):
+                    items[a].valid_to = items[b].valid_from
+            top = items[accepted[-1]]
+            for r in stored:
+                if (r.target_id, r.value) == _object(top):
+                    continue
+                if r.valid_from is not None and r.valid_from > top.valid_from:
+                    top.valid_to = r.valid_from  # the batch states an older fact: it becomes history
+                else:
+                    top.closes.append(r)
+
+    @staticmethod
+    def _guard_triple(it: _Item, key: dict[str, str]) -> Triple:
+        obj: str | TypedLiteral = it.literal if it.literal is not None else key[it.target.id] if it.target else ""
+        return Triple(key[it.source.id], it.relation or it.given.relation, obj)
 
     @staticmethod
     def _triple(r: Relation, key: dict[str, str]) -> Triple:
@@ -248,7 +284,7 @@ class GraphPlanner:
         rel = Relation(
             source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
             value=it.literal.value if it.literal else None, datatype=it.literal.datatype if it.literal else None,
-            memory_ids=list(it.memory_ids), valid_from=it.valid_from, created_at=now,
+            memory_ids=list(it.memory_ids), valid_from=it.valid_from, valid_to=it.valid_to, created_at=now,
             user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
         )
         out.change.relations.append(rel)

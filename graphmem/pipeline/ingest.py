@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..chunking import Chunk
 from ..config import MemoryConfig
 from ..embedding import Embedder
 from ..errors import InvalidInputError
@@ -88,6 +89,7 @@ class _Extracted:
     drafts: list[Draft] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
+    counter: str = ""
     contexts: list[ExtractionContext] = field(default_factory=list)
     extractions: list[Extraction] = field(default_factory=list)
 
@@ -102,7 +104,7 @@ class Ingestor:
 
     def __init__(
         self, config: MemoryConfig, store: Store, embedder: Embedder, planner: Callable[[], GraphPlanner],
-        extractor: Callable[[], Extractor], chunker: Callable[[list[str]], list[str]],
+        extractor: Callable[[], Extractor], chunker: Callable[[list[str]], list[Chunk]],
     ) -> None:
         self.config = config
         self.store = store
@@ -153,6 +155,7 @@ class Ingestor:
         }
         if extracted is not None:
             out["chunks"] = len(extracted.chunks)
+            out["token_counter"] = extracted.counter
         return out
 
     def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> GraphPlan:
@@ -234,7 +237,9 @@ class Ingestor:
         out = _Extracted()
         reference = req.event_time or now
         speakers = sorted({m.name for m, _ in texts if m.name})
-        out.chunks = self.chunker([render(m, t) for m, t in texts])
+        pieces = self.chunker([render(m, t) for m, t in texts])
+        out.chunks = [c.text for c in pieces]
+        out.counter = pieces[0].counter if pieces else ""
         extractor = self.extractor()
         vectors = self.embedder.embed(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):

@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any
 
-from .standin import last_user_message
 
 FACT = re.compile(
     r"FACT (?P<s>[^:\n]+):(?P<st>\w+) (?P<r>\w+) (?P<o>[^:\n]+?)(?::(?P<ot>\w+))?(?: @(?P<t>\S+))?$", re.MULTILINE
@@ -23,7 +22,8 @@ def fact_responder(body: dict[str, Any]) -> str:
     memories: list[dict[str, Any]] = []
     entities: dict[str, dict[str, Any]] = {}
     triples: list[dict[str, Any]] = []
-    for m in FACT.finditer(last_user_message(body)):
+    chunk = next((m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"), "")
+    for m in FACT.finditer(str(chunk)):  # the chunk is the first user turn; later ones are corrections
         memories.append({"text": f"{m['s']} {m['r']} {m['o']}", "memory_type": "semantic", "event_time": None,
                          "attributed_to": None, "replaces": None})
         entities[m["s"]] = {"name": m["s"], "type": m["st"], "aliases": [], "existing": None}
