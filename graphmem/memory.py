@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from .chunking import Chunk
 from .config import MemoryConfig
 from .embedding import Embedder, create_embedder
 from .errors import InvalidInputError, NotFoundError
-from .chunking import Chunk
 from .extraction import Extractor
 from .filters import parse as parse_filters
 from .models import (

@@ -17,6 +17,7 @@ commits in one transaction together with the memories.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -255,7 +256,7 @@ class GraphPlanner:
             source, relation = first.source.id, first.relation
             stored = [r for r in ctx.relations if r.source_id == source and r.relation == relation
                       and r.valid_to is None]
-            for a, b in zip(accepted, accepted[1:], strict=False):
+            for a, b in itertools.pairwise(accepted):
                 if _object(items[a]) != _object(items[b]):
                     items[a].valid_to = items[b].valid_from
             top = items[accepted[-1]]
