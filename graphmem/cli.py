@@ -244,8 +244,17 @@ def demo(
         console.rule(f"[bold]graphmem demo[/] — {m.info.backend} store at {m.info.location}")
         result = m.add(DEMO_CONVERSATION, user_id="maya", metadata={"source": "demo"})
         console.print(_records_table("stored memories", m.get_all(user_id="maya")["results"]))
-        console.print(f"{len(result['results'])} messages → "
-                      f"{sum(r['event'] == 'ADD' for r in result['results'])} new memories")
+        console.print(f"{len(DEMO_CONVERSATION)} messages, {result['chunks']} chunk(s) → "
+                      f"{sum(r['event'] == 'ADD' for r in result['results'])} new memories, "
+                      f"extractor: {m._extractor().name}")
+        facts = Table(title="facts checked by the ontology guard")
+        for col in ("source", "relation", "target", "verdict"):
+            facts.add_column(col, overflow="fold")
+        for r in result["relations"]["added"]:
+            facts.add_row(r["source"], r["relation"], str(r["target"]), "[green]stored[/]")
+        for r in result["relations"]["rejected"]:
+            facts.add_row(r["source"], r["relation"], str(r["target"]), "[red]quarantined[/]: " + r["reasons"][0])
+        console.print(facts)
         for query in DEMO_QUERIES:
             found = m.search(query, user_id="maya", top_k=3)
             console.print(_records_table(f"search: {query}", found["results"], score=True))

@@ -236,7 +236,8 @@ class Ingestor:
     def _extract(self, req: AddRequest, texts: list[tuple[Message, str]], now: datetime) -> _Extracted:
         out = _Extracted()
         reference = req.event_time or now
-        speakers = sorted({m.name for m, _ in texts if m.name})
+        roles = {m.name or m.role: m.role for m, _ in texts}  # speaker label -> the role it speaks in
+        speakers = sorted(roles)
         pieces = self.chunker([render(m, t) for m, t in texts])
         out.chunks = [c.text for c in pieces]
         out.counter = pieces[0].counter if pieces else ""
@@ -250,11 +251,11 @@ class Ingestor:
             result = extractor.extract(chunk, ctx)
             out.contexts.append(ctx)
             out.extractions.append(result)
-            self._collect(req, c, chunk, ctx, result, out)
+            self._collect(req, c, roles, ctx, result, out)
         return out
 
-    def _collect(self, req: AddRequest, c: int, chunk: str, ctx: ExtractionContext, result: Extraction,
-                 out: _Extracted) -> None:
+    def _collect(self, req: AddRequest, c: int, roles: dict[str, str], ctx: ExtractionContext,
+                 result: Extraction, out: _Extracted) -> None:
         first = len(out.drafts)
         for m in result.memories:
             try:
@@ -263,9 +264,10 @@ class Ingestor:
                 log.warning("extracted memory dropped: %s", exc)
                 continue
             when = _maybe_time(m.event_time)
-            role = "user" if m.attributed_to and m.attributed_to in ctx.speakers else "assistant"
-            out.drafts.append(Draft(text, role if m.attributed_to else None, m.attributed_to,
-                                    req.memory_type or m.memory_type, when or req.event_time, c))
+            speaker = m.attributed_to
+            role = roles.get(speaker) if speaker else None
+            actor = speaker if speaker and speaker not in ("user", "assistant", "tool") else None
+            out.drafts.append(Draft(text, role, actor, req.memory_type or m.memory_type, when or req.event_time, c))
         count = len(out.drafts) - first
         known = {k.number: k.name for k in ctx.entities}
         types: dict[str, str] = {}
