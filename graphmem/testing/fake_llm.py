@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any
 
-
 FACT = re.compile(
     r"FACT (?P<s>[^:\n]+):(?P<st>\w+) (?P<r>\w+) (?P<o>[^:\n]+?)(?::(?P<ot>\w+))?(?: @(?P<t>\S+))?$", re.MULTILINE
 )
