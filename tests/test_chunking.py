@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from graphmem import MemoryConfig
 from graphmem.chunking import (
     ESTIMATE,
     Chunk,
@@ -536,8 +537,8 @@ def test_from_config_binds_settings() -> None:
     assert chunker.chunk_messages(["a: b", "c: d"])[0].text == "a: b\nc: d"
     with pytest.raises(ConfigError):
         from_config(ChunkingConfig(strategy="semantic"))
-    with pytest.raises(ConfigError):
-        from_config(ChunkingConfig(max_tokens=16, overlap_tokens=16))
+    with pytest.raises(ConfigError):  # caught when the configuration loads
+        MemoryConfig.load({"chunking": {"max_tokens": 16, "overlap_tokens": 16}})
     semantic = from_config(ChunkingConfig(strategy="semantic"), embed=embed)
     assert semantic.chunk("One thing. Another thing.")
 
