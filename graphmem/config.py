@@ -84,6 +84,16 @@ class LLMConfig(_Section):
     """Send rejected triples back once with the SHACL messages before quarantining what still fails."""
 
 
+class DedupConfig(_Section):
+    memory_similarity: float = Field(0.95, ge=0, le=1)
+    """An extracted memory whose embedding has at least this cosine similarity with one already in
+    the scope is not stored again (event ``NONE``). 1.0 turns it off; verbatim adds use exact hashes."""
+    entity_similarity: float = Field(0.9, ge=0, le=1)
+    """A new entity name whose embedding has at least this cosine similarity with a stored entity of
+    the same scope (and a compatible type) is that entity; its name becomes an alias. Names are first
+    matched exactly (normalized name, aliases); 1.0 turns the vector step off."""
+
+
 class ChunkingConfig(_Section):
     strategy: Literal["fixed", "sentence", "recursive", "semantic"] = "recursive"
     max_tokens: int = Field(2000, ge=16)
@@ -150,9 +160,7 @@ class LimitsConfig(_Section):
     max_batch: int = Field(10_000, ge=1)
     """Messages accepted by one ``add`` call."""
     get_all_limit: int = Field(100, ge=1)
-    near_duplicate: float = Field(0.95, ge=0, le=1)
-    """An extracted memory whose embedding has at least this cosine similarity with one already in
-    the scope is not stored again (event ``NONE``). 1.0 turns it off; verbatim adds use exact hashes."""
+
 
 
 class MemoryConfig(BaseSettings):
@@ -169,6 +177,7 @@ class MemoryConfig(BaseSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     ontology: OntologyConfig = Field(default_factory=OntologyConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     version: str = "v1"

@@ -138,7 +138,8 @@ class Memory:
 
     def _planner(self) -> GraphPlanner:
         return GraphPlanner(self.ontology, self.guard, self.store, self.embedder,
-                            type_untyped=self.config.ontology.type_untyped_entities)
+                            type_untyped=self.config.ontology.type_untyped_entities,
+                            similarity=self.config.dedup.entity_similarity)
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> Memory:

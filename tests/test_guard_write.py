@@ -4,6 +4,7 @@ rejected and why, what is accepted, supersession of functional properties, quara
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from graphmem import InvalidInputError, Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import Scope
 from graphmem.ontology import default_paths
+from graphmem.pipeline import TripleInput
 from tests.conftest import make_config
 
 GM = "https://graphmem.dev/ontology#"
@@ -169,4 +171,41 @@ def test_dry_run_reports_stored_facts_a_stricter_shape_rejects(backend: str, tmp
     assert sorted(r["target"] for r in report["invalid"]) == ["Bo", "Cy"]
     assert all("one acquaintance only" in r["reasons"][0] for r in report["invalid"])
     assert len(mem.store.relations(Scope(user_id=uid))) == 3  # nothing written
+    mem.close()
+
+
+def test_entity_resolution_by_alias_and_by_similar_name(backend: str, tmp_path: Path, uid: str) -> None:
+    mem = Memory(MemoryConfig.load(make_config(backend, tmp_path, dedup={"entity_similarity": 0.8})),
+                 embedder=HashingEmbedder(384))
+    scope = Scope(user_id=uid)
+    mem.add("Ana works for Northwind Traders", infer=False, user_id=uid, triples=[
+        {"source": "Ana", "relation": "worksFor", "target": "Northwind Traders", "source_type": "Person",
+         "target_type": "Company"}])
+    # a similar name of a compatible type is the same company; the new spelling becomes an alias
+    mem.add("Bo works for Northwind Traders Ltd", infer=False, user_id=uid, triples=[
+        {"source": "Bo", "relation": "worksFor", "target": "Northwind Traders Ltd", "source_type": "Person",
+         "target_type": "Company"}])
+    company = mem.store.find_entities(scope, ["northwind traders ltd"])["northwind traders ltd"]
+    assert company.name == "Northwind Traders" and "Northwind Traders Ltd" in company.aliases
+    employers = {r.target_id for r in mem.store.relations(scope) if r.relation == GM + "worksFor"}
+    assert employers == {company.id}
+    # the same similarity with an incompatible type stays a different entity
+    mem.add("Northwind Traders Ltd the person", infer=False, user_id=uid + "-2", triples=[
+        {"source": "Northwind Traders", "relation": "headquarteredIn", "target": "Lisbon", "source_type": "Company",
+         "target_type": "City"}])
+    mem.add("x", infer=False, user_id=uid + "-2", triples=[
+        {"source": "Cy", "relation": "knows", "target": "Northwind Traders Ltd", "source_type": "Person",
+         "target_type": "Person"}])
+    other = Scope(user_id=uid + "-2")
+    both = mem.store.find_entities(other, ["northwind traders", "northwind traders ltd"])
+    assert len({e.id for e in both.values()}) == 2
+    # aliases given with a batch (as extractors do) resolve later mentions of the short name
+    plan = mem._planner().plan(scope, [TripleInput(source="Melanie Brooks", relation="knows", target="Ana",
+                                                   source_type="Person")], [], datetime.now(UTC),
+                               aliases={"melanie brooks": ["Mel"]})
+    mem.store.write(scope, plan.change)
+    later = mem._planner().plan(scope, [TripleInput(source="Mel", relation="knows", target="Bo")], [],
+                                datetime.now(UTC))
+    assert later.change.entities == []  # no new entity: "Mel" is Melanie Brooks
+    assert {r.source_id for r in later.change.relations} == {plan.change.relations[0].source_id}
     mem.close()

@@ -100,90 +100,161 @@ class _Item:
     quarantine_id: str | None = None
 
 
+class _Resolver:
+    """Maps entity names to entities of the write scope, in this order: normalized name or alias of
+    a stored entity; an alias given with the batch; embedding similarity to a stored entity of a
+    compatible type (``dedup.entity_similarity``; the name then becomes an alias); else a new entity."""
+
+    def __init__(self, planner: GraphPlanner, scope: Scope, now: datetime, names: dict[str, str],
+                 declared: dict[str, str], aliases: dict[str, list[str]]) -> None:
+        self.planner, self.scope, self.now = planner, scope, now
+        self.aliases = {k: [a for a in v if norm_name(a) != k] for k, v in aliases.items()}
+        self.by_id: dict[str, Entity] = {}
+        self.key_to_id: dict[str, str] = {}
+        self.new_ids: set[str] = set()
+        self.grown: set[str] = set()
+        self._vectors: dict[str, Any] = {}
+        lookup = set(names) | {norm_name(a) for v in self.aliases.values() for a in v}
+        stored = planner.store.find_entities(scope, sorted(lookup))
+        for k, e in stored.items():
+            self.by_id.setdefault(e.id, e)
+            self.key_to_id[k] = e.id
+        for k, alias_list in self.aliases.items():
+            hit = next((self.key_to_id[norm_name(a)] for a in alias_list if norm_name(a) in self.key_to_id), None)
+            if k not in self.key_to_id and hit is not None:
+                self.key_to_id[k] = hit
+        self._similar([k for k in names if k not in self.key_to_id], names, declared)
+
+    def _similar(self, keys: list[str], names: dict[str, str], declared: dict[str, str]) -> None:
+        threshold = self.planner.similarity
+        if not keys:
+            return
+        vectors = self.planner.embedder.embed([names[k] for k in keys])
+        self._vectors.update({names[k]: v for k, v in zip(keys, vectors, strict=True)})
+        if threshold >= 1.0:
+            return
+        onto = self.planner.ontology
+        for k, hit in zip(keys, self.planner.store.similar_entities(self.scope, vectors), strict=True):
+            if hit is None or hit[1] < threshold:
+                continue
+            entity, _ = hit
+            typ = onto.resolve_class(declared[k]) if k in declared else None
+            if typ and entity.classes and not any(
+                    onto.is_subclass(typ, c) or onto.is_subclass(c, typ) for c in entity.classes):
+                continue  # a similar name of another kind of thing
+            self.by_id.setdefault(entity.id, entity)
+            self.key_to_id[k] = entity.id
+            self.aliases.setdefault(k, []).append(names[k])
+
+    def vectors(self, names: list[str]) -> list[Any]:
+        missing = [n for n in names if n not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.planner.embedder.embed(missing), strict=True))
+        return [self._vectors[n] for n in names]
+
+    def entity(self, name: str, declared: str | None, implied: Sequence[str]) -> Entity:
+        key = norm_name(name)
+        eid = self.key_to_id.get(key)
+        if eid is None:
+            scope = self.scope
+            ent = Entity(name=name, aliases=list(self.aliases.get(key, [])), user_id=scope.user_id,
+                         agent_id=scope.agent_id, run_id=scope.run_id, created_at=self.now)
+            eid = ent.id
+            self.by_id[eid], self.key_to_id[key] = ent, eid
+            self.new_ids.add(eid)
+        ent = self.by_id[eid]
+        update: dict[str, Any] = {}
+        extra = [a for a in self.aliases.get(key, []) if a not in ent.aliases and norm_name(a) != norm_name(ent.name)]
+        if extra:
+            update["aliases"] = [*ent.aliases, *extra]
+        onto = self.planner.ontology
+        cls = onto.resolve_class(declared) if declared else None
+        untyped = self.planner.type_untyped and not ent.classes
+        wanted = [cls or declared] if declared else (list(implied) if untyped else [])
+        missing = [c for c in wanted if c and c not in ent.classes]
+        if missing:
+            update["classes"] = [*ent.classes, *missing]
+        if update:
+            if eid not in self.new_ids:
+                update["updated_at"] = self.now
+                self.grown.add(eid)
+            ent = self.by_id[eid] = ent.model_copy(update=update)
+        return ent
+
+
 class GraphPlanner:
     """Plans graph changes for one scope. Cheap to create; holds no state between calls."""
 
     def __init__(self, ontology: Ontology, guard: Guard, store: Store, embedder: Embedder, *,
-                 type_untyped: bool = True) -> None:
+                 type_untyped: bool = True, similarity: float = 1.0) -> None:
         self.ontology = ontology
         self.guard = guard
         self.store = store
         self.embedder = embedder
         self.type_untyped = type_untyped
+        self.similarity = similarity
 
     def plan(
         self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
         default_time: datetime | None = None, provenance: Sequence[Sequence[str]] | None = None,
-        replacing: str | None = None,
+        replacing: str | None = None, aliases: dict[str, list[str]] | None = None,
     ) -> GraphPlan:
         """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own.
 
         ``replacing``: a memory being re-linked after an update; facts only it supports are about to
-        go, so they are neither context for the guard nor conflicts to close.
+        go, so they are neither context for the guard nor conflicts to close. ``aliases``: other names
+        of an entity, keyed by the normalized name used in the triples.
         """
         result = GraphPlan()
         if not triples:
             return result
         onto = self.ontology
-        entities: dict[str, Entity] = {}  # by key
-        new_keys: set[str] = set()
-        grown: set[str] = set()  # stored entities that gained a class
-        items: list[_Item] = []
-
-        names = [t.source for t in triples]
         kinds = [self._kind(t.relation) for t in triples]
-        names += [str(t.target) for t, k in zip(triples, kinds, strict=True) if k != "datatype"]
-        stored = self.store.find_entities(scope, [norm_name(n) for n in names])
-
-        def entity_for(name: str, declared: str | None, implied: Sequence[str]) -> Entity:
-            key = norm_name(name)
-            ent = entities.get(key) or stored.get(key)
-            if ent is None:
-                ent = Entity(name=name, user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
-                             created_at=now)
-                new_keys.add(key)
-            entities[key] = ent
-            cls = onto.resolve_class(declared) if declared else None
-            wanted = [cls or declared] if declared else (list(implied) if self.type_untyped and not ent.classes else [])
-            missing = [c for c in wanted if c and c not in ent.classes]
-            if missing:
-                ent = ent.model_copy(update={"classes": [*ent.classes, *missing],
-                                             "updated_at": None if key in new_keys else now})
-                entities[key] = ent
-                if key not in new_keys:
-                    grown.add(key)
-            return ent
-
+        declared: dict[str, str] = {}  # name key -> declared class
+        names: dict[str, str] = {}  # name key -> the name as first written
+        for t, kind in zip(triples, kinds, strict=True):
+            named = [(t.source, t.source_type)]
+            if kind != "datatype":
+                named.append((str(t.target), t.target_type))
+            for name, typ in named:
+                names.setdefault(norm_name(name), name)
+                if typ:
+                    declared.setdefault(norm_name(name), typ)
+        resolver = _Resolver(self, scope, now, names, declared, aliases or {})
         supports = [list(p) for p in provenance] if provenance is not None else [list(memory_ids)] * len(triples)
+        items: list[_Item] = []
         for t, kind, support in zip(triples, kinds, supports, strict=True):
             rel = onto.relation_info(t.relation)
             when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default_time or now)
             domain = rel.domain if rel and len(rel.domain) == 1 else ()
-            src = entity_for(t.source, t.source_type, domain)
+            src = resolver.entity(t.source, t.source_type, domain)
             if kind == "datatype" and rel is not None:
                 dt = rel.range[0] if len(rel.range) == 1 else None
                 lit = TypedLiteral(_lexical(t.target), dt)
                 items.append(_Item(t, rel.iri, True, src, None, lit, when, support))
             else:
                 rng = rel.range if rel and len(rel.range) == 1 else ()
-                tgt = entity_for(str(t.target), t.target_type, rng)
+                tgt = resolver.entity(str(t.target), t.target_type, rng)
                 items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, support))
+        by_id = resolver.by_id
         for it in items:  # entities may have gained classes after an item captured them
-            it.source = entities[norm_name(it.source.name)]
+            it.source = by_id[it.source.id]
             if it.target is not None:
-                it.target = entities[norm_name(it.target.name)]
+                it.target = by_id[it.target.id]
+        new_ids = resolver.new_ids
+        entities = by_id
 
-        stored_ids = [e.id for k, e in entities.items() if k not in new_keys]
+        stored_ids = [i for i in by_id if i not in new_ids]
         ctx = self.store.graph_context(scope, stored_ids)
         if replacing is not None:
             ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
         groups, replaced = self._functional_groups(items, ctx)
         # The guard names entities by readable keys (its messages are read by people and LLMs).
-        known = {**ctx.entities, **{e.id: e for e in entities.values()}}
+        known = {**ctx.entities, **by_id}
         key = readable_keys(known.values())
         context = [self._triple(r, key) for r in ctx.relations if r.id not in replaced]
         types = {key[e.id]: list(e.classes) for e in known.values()}
-        fresh_keys = [key[entities[k].id] for k in new_keys]
+        fresh_keys = [key[i] for i in new_ids]
         # Values of one functional property are judged one state at a time: the newest of each group
         # with everything else, then each older value (which becomes history) on its own.
         rounds: list[list[int]] = [[i for i in range(len(items)) if not any(i in g[:-1] for g in groups)]]
@@ -211,11 +282,11 @@ class GraphPlanner:
                 mentions.update((m, e) for m in it.memory_ids for e in ends)
             else:
                 self._reject(it, verdict, scope, now, fingerprint, result)
-        fresh = [e for k, e in entities.items() if k in new_keys and e.id in used]
+        fresh = [e for i, e in entities.items() if i in new_ids and i in used]
         if fresh:
-            vectors = self.embedder.embed([e.name for e in fresh])
+            vectors = resolver.vectors([e.name for e in fresh])
             change.entities = [NewEntity(e, v) for e, v in zip(fresh, vectors, strict=True)]
-        change.entity_updates = [e for k, e in entities.items() if k in grown and e.id in used]
+        change.entity_updates = [e for i, e in entities.items() if i in resolver.grown and i in used]
         change.mentions = sorted(mentions)
         return result
 

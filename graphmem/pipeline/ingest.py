@@ -90,6 +90,7 @@ class _Extracted:
     facts: list[Fact] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
     counter: str = ""
+    aliases: dict[str, list[str]] = field(default_factory=dict)
     contexts: list[ExtractionContext] = field(default_factory=list)
     extractions: list[Extraction] = field(default_factory=list)
 
@@ -135,7 +136,8 @@ class Ingestor:
         facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
         if extracted is not None:
             facts += extracted.facts
-        plan = self._plan(req, drafts, facts, now)
+        aliases = extracted.aliases if extracted is not None else {}
+        plan = self._plan(req, drafts, facts, now, aliases)
         if extracted is not None and plan.rejected and self.config.llm.repair:
             plan = self._repair(req, drafts, facts, plan, extracted, now)
         change = plan.change
@@ -187,7 +189,7 @@ class Ingestor:
         new = [d for d in drafts if d.event is EventType.ADD]
         matrix = self.embedder.embed([d.text for d in new]) if new else np.zeros((0, self.embedder.dims))
         by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
-        threshold = self.config.limits.near_duplicate
+        threshold = self.config.dedup.memory_similarity
         if near and threshold < 1.0:
             for d in new:
                 hits = self.store.candidates(scope, None, by_id[d.id], None, 1).vector
@@ -195,11 +197,12 @@ class Ingestor:
                     d.id, d.event = hits[0][0], EventType.NONE
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
-    def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime) -> GraphPlan:
+    def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime,
+              aliases: dict[str, list[str]] | None = None) -> GraphPlan:
         ids = [d.id or "" for d in drafts]
         return self.planner().plan(
             req.scope, [f.triple for f in facts], [], now, req.event_time,
-            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
+            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts], aliases=aliases,
         )
 
     def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
@@ -227,7 +230,8 @@ class Ingestor:
         if not repaired:
             return first
         failed = {i for i, v in enumerate(first.verdicts) if not v.accepted}
-        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now)
+        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now,
+                            ex.aliases)
         second.change.quarantine[:0] = first.change.quarantine
         second.change.events[:0] = [e for e in first.change.events if e.event is EventType.REJECT]
         second.rejected[:0] = first.rejected
@@ -275,8 +279,11 @@ class Ingestor:
         for e in result.entities:
             if e.existing is not None and e.existing in known:
                 rename[e.name] = known[e.existing]
+            canonical = norm_name(rename.get(e.name, e.name))
             if e.type:
-                types[norm_name(rename.get(e.name, e.name))] = e.type
+                types[canonical] = e.type
+            if e.aliases:
+                out.aliases.setdefault(canonical, []).extend(e.aliases)
         everything = list(range(first, first + count))
         for t in result.triples:
             src, tgt = rename.get(t.source, t.source), rename.get(t.target, t.target)

@@ -207,6 +207,11 @@ class Store(ABC):
         """Entities in exactly this scope whose normalized name or alias is one of ``keys``."""
 
     @abstractmethod
+    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+        """For each row of ``vectors``, the entity in exactly this scope whose name embedding is most
+        similar (cosine), or ``None`` when the scope has no entity."""
+
+    @abstractmethod
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         """The given entities (in scope) and every open fact touching them."""
 

@@ -1042,6 +1042,13 @@ class Neo4jStore(Store):
 
     # ---------------------------------------------------------------------------------- graph reads
 
+    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+        matrix = np.asarray(vectors, dtype=np.float32)
+        rows = [self._vector(row, "entity query vector") for row in matrix.reshape(-1, matrix.shape[-1])]
+        if not rows:
+            return []
+        return self._read("similar_entities", lambda tx: graph.similar_entities(tx, scope, rows))
+
     def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
         if not keys:
             return {}

@@ -663,6 +663,29 @@ def find_entities(tx: ManagedTransaction, scope: Scope, keys: Sequence[str]) -> 
     return out
 
 
+def similar_entities(
+    tx: ManagedTransaction, scope: Scope, vectors: list[list[float]]
+) -> list[tuple[Entity, float] | None]:
+    """Exact cosine over the scope's entities (found through the scope index), best per query.
+
+    ``vector.similarity.cosine`` returns (1 + cos) / 2, mapped back to cos here."""
+    params: dict[str, Any] = {"vecs": vectors}
+    exact = _exact_scope_where(scope, "e", params)
+    given = _hint_field(scope)
+    query = (
+        f"UNWIND range(0, size($vecs) - 1) AS i "
+        f"CALL (i) {{ MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE e.{given} = $s_{given} AND {exact} "
+        "AND e.embedding IS NOT NULL "
+        "WITH e, vector.similarity.cosine(e.embedding, $vecs[i]) AS s ORDER BY s DESC, e.id LIMIT 1 "
+        f"RETURN e {_ENTITY_PROJ} AS ent, 2 * s - 1 AS score }} "
+        "RETURN i, ent, score"
+    )
+    found: dict[int, tuple[Entity, float]] = {
+        rec["i"]: (_entity(rec["ent"]), float(rec["score"])) for rec in tx.run(query, params)
+    }
+    return [found.get(i) for i in range(len(vectors))]
+
+
 def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
     """The entities in scope, every open fact touching them, and the entities at the other ends."""
     ctx = GraphContext()

@@ -457,6 +457,10 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return graph.find_entities(conn, scope, list(dict.fromkeys(keys)))
 
+    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+        with self._read() as conn:
+            return graph.similar_entities(conn, scope, vectors)
+
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         with self._read() as conn:
             return graph.graph_context(conn, scope, entity_ids)

@@ -253,6 +253,19 @@ def find_entities(conn: sqlite3.Connection, scope: Scope, keys: Sequence[str]) -
     return out
 
 
+def similar_entities(conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
+    """Exact cosine against the scope's entity name embeddings (a scope's entities fit in memory)."""
+    where, params = exact_scope_sql(scope, alias="e")
+    rows = conn.execute(f"SELECT e.* FROM entities e WHERE {where} AND e.embedding IS NOT NULL", params).fetchall()
+    queries = np.asarray(vectors, dtype=np.float32).reshape(-1, np.asarray(vectors).shape[-1])
+    if not rows:
+        return [None] * len(queries)
+    matrix = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
+    scores = queries @ matrix.T
+    best = scores.argmax(axis=1)
+    return [(_entity(rows[int(j)]), float(scores[i, j])) for i, j in enumerate(best)]
+
+
 def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
     ctx = GraphContext()
     if not entity_ids:
