@@ -209,3 +209,27 @@ def test_entity_resolution_by_alias_and_by_similar_name(backend: str, tmp_path: 
     assert later.change.entities == []  # no new entity: "Mel" is Melanie Brooks
     assert {r.source_id for r in later.change.relations} == {plan.change.relations[0].source_id}
     mem.close()
+
+
+def test_users_own_ontology_and_shapes_from_config(backend: str, tmp_path: Path, uid: str) -> None:
+    """A small clinic domain (not the default ontology), given as folders in the config."""
+    clinic = Path(__file__).parent / "data" / "ontology" / "clinic"
+    cfg = make_config(backend, tmp_path, ontology={"ontology": [str(clinic / "ontology")],
+                                                   "shapes": [str(clinic / "shapes")]})
+    mem = Memory(MemoryConfig.load(cfg), embedder=HashingEmbedder(384))
+    assert mem.ontology.resolve_class("Physician") == "https://example.org/clinic#Physician"
+    ok = mem.add("Ann is admitted to St Mary", infer=False, user_id=uid, triples=[
+        {"source": "Ann", "relation": "admittedTo", "target": "St Mary", "source_type": "Patient",
+         "target_type": "Hospital"},
+        {"source": "Ann", "relation": "hasPrimaryPhysician", "target": "Dr Bob", "target_type": "Physician"},
+    ])
+    assert len(ok["relations"]["added"]) == 2 and ok["relations"]["rejected"] == []
+    bad = mem.add("Nina the nurse is Ann's primary physician", infer=False, user_id=uid, triples=[
+        {"source": "Ann", "relation": "hasPrimaryPhysician", "target": "Nina", "target_type": "Nurse"},
+        {"source": "Ann", "relation": "bornIn", "target": "Porto"},  # a default-ontology relation: unknown here
+    ])
+    kinds = sorted(c.rsplit("#", 1)[-1] for r in mem.rejected(user_id=uid) for c in constraints(r))
+    assert len(bad["relations"]["rejected"]) == 2
+    assert kinds == ["ClassConstraintComponent", "UnknownRelation"]  # a Nurse is no Physician
+    assert bad["relations"]["superseded"] == []  # the rejected value did not replace Dr Bob
+    mem.close()
