@@ -130,7 +130,9 @@ class SearchConfig(_Section):
     signal and weak in the other still reaches the fused list."""
     fusion: Literal["weighted", "rrf"] = "weighted"
     """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4})
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.3})
+    """Per-signal fusion weights. ``graph`` (traversal from the query's entities, see
+    :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to 0 to skip it."""
     rrf_k: int = Field(60, ge=1)
     fulltext_norm: Literal["max", "sigmoid"] = "max"
     """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a
@@ -143,6 +145,19 @@ class SearchConfig(_Section):
     few hits. Measured: exact scoring of 10k memories is ~3x slower than the index path."""
     threshold: float | None = None
     """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
+    graph_depth: int = Field(2, ge=1, le=6)
+    """Graph signal: hops of traversal from the linked query entities (one store call per hop)."""
+    graph_decay: float = Field(0.5, gt=0.0, le=1.0)
+    """Graph signal: score factor per hop (an entity ``d`` hops away scores ``decay**d`` times the
+    relation weights); a chain of one transitive relation continues without extra decay."""
+    graph_max_seeds: int = Field(16, ge=1, le=1000)
+    """Graph signal: at most this many query entities are linked (longest names first)."""
+    graph_relation_weights: dict[str, float] = Field(default_factory=dict)
+    """Graph signal: weight per relation (IRI, ``prefix:local``, local name or label), default 1; a
+    relation without its own weight takes the first weighted super-property's."""
+    graph_relation_boost: float = Field(1.5, ge=1.0)
+    """Graph signal: factor on the score of a fact whose relation is named in the query ("who does
+    Acme *employ*"), or is the inverse or a sub-property of one; graph scores are clipped to 1."""
 
     @model_validator(mode="after")
     def _check_weights(self) -> SearchConfig:
@@ -151,6 +166,8 @@ class SearchConfig(_Section):
             raise ValueError(f"unknown fusion signals {sorted(unknown)}; known: vector, fulltext, graph")
         if any(w < 0 for w in self.weights.values()):
             raise ValueError("fusion weights must be >= 0")
+        if any(w < 0 for w in self.graph_relation_weights.values()):
+            raise ValueError("graph relation weights must be >= 0")
         return self
 
 

@@ -376,23 +376,46 @@ class Memory:
         threshold: float | None = None,
         explain: bool = False,
     ) -> dict[str, Any]:
-        """Rank the scope's memories by fused vector and full-text relevance to ``query``."""
+        """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
+
+        The graph signal (when ``search.weights["graph"]`` is positive) walks from the entities the
+        query names over typed facts (:func:`graphmem.search.graph_candidates`); its hits obey the
+        same scope and filters. Round trips: one for vector and full text, one to link the query's
+        entities, one per hop while the frontier is not empty (``search.graph_depth``), and one to
+        load graph hits the other signals did not return (through ``filters``).
+        """
+        from .filters import And, Cond
+        from .search import GraphResult, graph_candidates
+
+        cfg = self.config.search
         scope = Scope.of(user_id, agent_id, run_id)
         text = clean_text(query, what="query", max_chars=self.config.limits.max_memory_chars)
         flt = parse_filters(filters)
-        k = self._positive(top_k, self.config.search.top_k, "top_k")
-        threshold = self.config.search.threshold if threshold is None else threshold
+        k = self._positive(top_k, cfg.top_k, "top_k")
+        threshold = cfg.threshold if threshold is None else threshold
         vector = self.embedder.embed_one(text)
         usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
-        cands = self.store.candidates(scope, flt, usable, text, k * self.config.search.overfetch)
-        fused = fuse({"vector": cands.vector, "fulltext": cands.fulltext}, self.config.search)
+        cands = self.store.candidates(scope, flt, usable, text, k * cfg.overfetch)
+        signals = {"vector": cands.vector, "fulltext": cands.fulltext}
+        graph = GraphResult()
+        if cfg.weights.get("graph", 0.0) > 0:
+            graph = graph_candidates(self.store, lambda: self.ontology, scope, text, k * cfg.overfetch, cfg)
+            missing = [mid for mid, _ in graph.hits if mid not in cands.records]
+            if missing:  # the scope and the caller's filters decide which graph hits may be shown
+                only = Cond("id", "in", tuple(missing), False)
+                for rec in self.store.list_memories(scope, only if flt is None else And((flt, only)), len(missing)):
+                    cands.records[rec.id] = rec
+            signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in cands.records]
+        fused = fuse(signals, cfg)
         results = []
         for hit in fused:
             if threshold is not None and hit.score < threshold:
                 continue
             item = {**cands.records[hit.id].public(), "score": hit.score}
             if explain:
-                item["score_details"] = {**hit.details, "fused": hit.score, "fusion": self.config.search.fusion}
+                item["score_details"] = {**hit.details, "fused": hit.score, "fusion": cfg.fusion}
+                if hit.id in graph.paths:
+                    item["score_details"]["graph"]["path"] = graph.paths[hit.id]
             results.append(item)
             if len(results) == k:
                 break

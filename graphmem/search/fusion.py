@@ -1,7 +1,7 @@
 """Score fusion shared by every backend, so the same candidates always give the same ranking.
 
-Each signal's raw scores are first mapped to [0, 1] (cosine clipped at 0; BM25 divided by the
-query's best score, or squashed by a logistic curve), then combined by a weighted sum, or by
+Each signal's raw scores are first mapped to [0, 1] (cosine clipped at 0; graph scores as they are;
+BM25 divided by the query's best score, or squashed by a logistic curve), then combined by a weighted sum, or by
 reciprocal-rank fusion which ignores score scales altogether.
 """
 
@@ -22,7 +22,7 @@ class Fused:
 
 
 def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) -> dict[str, float]:
-    if signal == "vector":
+    if signal in ("vector", "graph"):  # cosine; graph scores are already in [0, 1]
         return {i: max(0.0, min(1.0, s)) for i, s in hits}
     if cfg.fulltext_norm == "sigmoid":
         return {i: 1.0 / (1.0 + math.exp(-(s - cfg.fulltext_sigmoid_mid))) for i, s in hits}

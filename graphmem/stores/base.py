@@ -203,8 +203,11 @@ class Store(ABC):
         """Apply a whole logical write atomically. ``scope`` is the exact scope of everything new."""
 
     @abstractmethod
-    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
-        """Entities in exactly this scope whose normalized name or alias is one of ``keys``."""
+    def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
+        """Entities whose normalized name or alias is one of ``keys``, by key (the oldest entity when
+        several share one). ``exact=True`` (writes: entity resolution): entities in exactly this
+        scope. ``exact=False`` (reads: query linking): every entity the scope contains, as for
+        memories: the given scope fields match and absent ones are free."""
 
     @abstractmethod
     def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:

@@ -1049,10 +1049,10 @@ class Neo4jStore(Store):
             return []
         return self._read("similar_entities", lambda tx: graph.similar_entities(tx, scope, rows))
 
-    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+    def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
         if not keys:
             return {}
-        return self._read("find_entities", lambda tx: graph.find_entities(tx, scope, keys))
+        return self._read("find_entities", lambda tx: graph.find_entities(tx, scope, keys, exact=exact))
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         if not entity_ids:

@@ -637,19 +637,22 @@ def delete_scope_graph(tx: ManagedTransaction, scope: Scope, limit: int) -> bool
 # Reads
 
 
-def find_entities(tx: ManagedTransaction, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
-    """By key (index seek on ``Entity.key``) or alias key (scan of the scope through its index)."""
+def find_entities(
+    tx: ManagedTransaction, scope: Scope, keys: Sequence[str], *, exact: bool = True
+) -> dict[str, Entity]:
+    """By key (index seek on ``Entity.key``) or alias key (scan of the scope through its index);
+    ``exact``: in exactly ``scope``, else in every scope it contains."""
     wanted = _unique(keys)
     if not wanted:
         return {}
     params: dict[str, Any] = {"keys": wanted}
-    exact = _exact_scope_where(scope, "e", params)
+    fence = _exact_scope_where(scope, "e", params) if exact else _scope_where(scope, "e", params)
     given = _hint_field(scope)
     query = (
         "CALL () { MATCH (e:Entity) WHERE e.key IN $keys RETURN e "
         f"UNION MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE e.{given} = $s_{given} "
         "AND any(k IN coalesce(e.alias_keys, []) WHERE k IN $keys) RETURN e } "
-        f"WITH e WHERE {exact} "
+        f"WITH e WHERE {fence} "
         f"RETURN e {_ENTITY_PROJ} AS ent, [k IN [e.key] + coalesce(e.alias_keys, []) WHERE k IN $keys] AS hits "
         "ORDER BY e.created_at, e.seq, e.id"
     )

@@ -453,9 +453,9 @@ class SQLiteStore(Store):
             graph.reset_graph(conn)
 
     # -- graph reads ------------------------------------------------------------------------------
-    def find_entities(self, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+    def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
         with self._read() as conn:
-            return graph.find_entities(conn, scope, list(dict.fromkeys(keys)))
+            return graph.find_entities(conn, scope, list(dict.fromkeys(keys)), exact=exact)
 
     def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
         with self._read() as conn:

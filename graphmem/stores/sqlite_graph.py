@@ -239,10 +239,12 @@ def reset_graph(conn: sqlite3.Connection) -> None:
         conn.execute(f"DELETE FROM {table}")
 
 
-def find_entities(conn: sqlite3.Connection, scope: Scope, keys: Sequence[str]) -> dict[str, Entity]:
+def find_entities(
+    conn: sqlite3.Connection, scope: Scope, keys: Sequence[str], *, exact: bool = True
+) -> dict[str, Entity]:
     if not keys:
         return {}
-    where, params = exact_scope_sql(scope, alias="e")
+    where, params = exact_scope_sql(scope, alias="e") if exact else scope_sql(scope, alias="e")
     out: dict[str, Entity] = {}
     rows = conn.execute(
         f"SELECT k.key, e.* FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
