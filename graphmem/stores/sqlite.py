@@ -432,7 +432,7 @@ class SQLiteStore(Store):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
-        where, params = scope_sql(scope)
+        where, params = scope_sql(scope, indexed=False)
         with self._write() as conn:
             deleted = self._delete_where(conn, f"m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params], at)
             graph.forget_memories(conn, deleted)
@@ -546,7 +546,7 @@ class SQLiteStore(Store):
             if flt is None:
                 return self._vec.search(scope, vector, k, None)
             wide = self._vec.search(scope, vector, 8 * k, None)
-        where, params = scope_sql(scope)
+        where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)
         marks = ",".join("?" * len(wide))
         passing = {r[0] for r in conn.execute(
@@ -554,6 +554,7 @@ class SQLiteStore(Store):
             [*(i for i, _ in wide), *params, *fparams])} if wide else set()
         if len(passing) >= k or len(wide) < 8 * k:
             return [h for h in wide if h[0] in passing][:k]
+        where, params = scope_sql(scope)
         allowed = {r[0] for r in conn.execute(
             f"SELECT m.rowid FROM memories AS m WHERE {where} AND {fsql}", [*params, *fparams])}
         with self._vec.lock:
@@ -561,7 +562,7 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _fulltext_hits(
-        conn: sqlite3.Connection, match: str, where: str, params: list[Any], fsql: str, k: int
+        conn: sqlite3.Connection, match: str, scope: Scope, flt: Filter | None, k: int
     ) -> list[tuple[str, float]]:
         """Top-k by BM25 among rows in scope passing the filter.
 
@@ -575,12 +576,17 @@ class SQLiteStore(Store):
         ).fetchall()
         scores = {int(r[0]): float(r[1]) for r in wide}
         rows: list[tuple[str, float]] = []
+        fsql, fparams = filter_sql(flt)
+        where, params = scope_sql(scope, indexed=False)
+        params += fparams
         if scores:
             marks = ",".join("?" * len(scores))
             rows = [(r[1], scores[r[0]]) for r in conn.execute(
                 f"SELECT m.rowid, m.id FROM memories AS m WHERE m.rowid IN ({marks}) AND {where} AND {fsql}",
                 [*scores, *params])]
         if len(rows) < k and len(wide) == 8 * k:  # the cut may have hidden matches in scope
+            where, params = scope_sql(scope)
+            params += fparams
             rows = [(r[0], float(r[1])) for r in conn.execute(
                 "SELECT m.id, -rank FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND {where} AND {fsql}", [match, *params])]
@@ -591,15 +597,13 @@ class SQLiteStore(Store):
     ) -> Candidates:
         if self._vec is None:
             raise StoreError("store not opened: call open() first")
-        where, params = scope_sql(scope)
-        fsql, fparams = filter_sql(flt)
         out = Candidates()
         with self._read() as conn:
             if vector is not None:
                 out.vector = self._vector_hits(conn, scope, flt, np.asarray(vector, dtype=np.float32), k)
             match = fts5_query(text) if text else None
             if match:
-                out.fulltext = self._fulltext_hits(conn, match, where, [*params, *fparams], fsql, k)
+                out.fulltext = self._fulltext_hits(conn, match, scope, flt, k)
             ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
             for i in range(0, len(ids), 500):
                 part = ids[i : i + 500]

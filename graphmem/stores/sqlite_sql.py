@@ -15,10 +15,16 @@ from ..models import Scope
 SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 
 
-def scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
-    """Given scope fields must match; absent ones are free."""
+def scope_sql(scope: Scope, alias: str = "m", *, indexed: bool = True) -> tuple[str, list[Any]]:
+    """Given scope fields must match; absent ones are free.
+
+    ``indexed=False`` marks the terms with unary ``+`` so SQLite does not drive the query from a
+    scope index: use it when an id list selects the rows (a single tenant's scope index would make
+    the planner scan the whole tenant instead of looking the ids up).
+    """
     items = scope.items()
-    return " AND ".join(f"{alias}.{k} = ?" for k, _ in items), [v for _, v in items]
+    plus = "" if indexed else "+"
+    return " AND ".join(f"{plus}{alias}.{k} = ?" for k, _ in items), [v for _, v in items]
 
 
 def exact_scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
