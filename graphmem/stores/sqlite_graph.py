@@ -247,7 +247,9 @@ def find_entities(
     where, params = exact_scope_sql(scope, alias="e") if exact else scope_sql(scope, alias="e")
     out: dict[str, Entity] = {}
     rows = conn.execute(
-        f"SELECT k.key, e.* FROM entity_keys k JOIN entities e ON e.id = k.entity_id "
+        # CROSS JOIN keeps this order: seek the keys, then their entities (the planner otherwise
+        # walks the scope's entities and probes every key for each: 30 ms for 90 keys, 1k entities)
+        f"SELECT k.key, e.* FROM entity_keys k CROSS JOIN entities e ON e.id = k.entity_id "
         f"WHERE k.key IN ({_marks(len(keys))}) AND {where} ORDER BY e.rowid", [*keys, *params],
     ).fetchall()
     for row in rows:
