@@ -477,6 +477,18 @@ class AsyncMemory:
     async def history(self, memory_id: str, **kwargs: Any) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.history, memory_id, **kwargs)
 
+    async def rejected(self, **kwargs: Any) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.rejected, **kwargs)
+
+    async def recheck(self, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.recheck, **kwargs)
+
+    async def dry_run(self, ontology: Ontology, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.dry_run, ontology, **kwargs)
+
+    async def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.cypher, query, params)
+
     async def reset(self) -> None:
         await asyncio.to_thread(self.sync.reset)
 

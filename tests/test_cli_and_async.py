@@ -64,6 +64,10 @@ def test_async_memory(tmp_path: Path) -> None:
         with pytest.raises(NotFoundError):
             await m.get(mid, user_id="a")
         assert (await m.delete_all(user_id="a"))["deleted"] == 8
+        await m.add("Ana knows Bo", infer=False, user_id="g", triples=[
+            {"source": "Ana", "relation": "livesIn", "target": "Bo", "source_type": "Person", "target_type": "Person"}])
+        [entry] = await m.rejected(user_id="g")
+        assert (await m.recheck(user_id="g"))["still_rejected"][0]["quarantine_id"] == entry["id"]
         await m.close()
 
     asyncio.run(main())
