@@ -67,6 +67,7 @@ from .base import (
     WriteResult,
     merge_patch,
 )
+from .neo4j_graph import HINT_ORDER, exact_scope_where, scope_where
 from .text import lucene_query
 
 __all__ = ["SCHEMA_VERSION", "Neo4jStore", "compile_filter", "mirror_properties"]
@@ -100,8 +101,6 @@ _ATOMIC_DELETE_MAX: Final = 20_000
 _DELETE_CHUNK: Final = 10_000
 _BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 
-_SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
-_HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
 """Scope index to force, most selective first: a run lies inside a user, an agent spans users."""
 
 _MEMORY_FIELDS: Final = (
@@ -398,35 +397,11 @@ def _time_condition(cond: Cond, a: str, params: _Params) -> str:
 # Scope predicates
 
 
-def _scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
-    """Equality on every given scope field: the tenant fence of every query."""
-    parts = []
-    for name, value in scope.items():
-        params[f"s_{name}"] = value
-        parts.append(f"{var}.{name} = $s_{name}")
-    if not parts:  # Scope's validator forbids this; an unscoped query must never be built
-        raise StoreError("refusing to build a query without a scope")
-    return " AND ".join(parts)
-
-
 def _scope_hint(scope: Scope, var: str = "m") -> str:
     """Force a scope index: with ORDER BY created_at the planner may otherwise scan by time."""
     given = dict(scope.items())
-    field = next(f for f in _HINT_ORDER if f in given)
+    field = next(f for f in HINT_ORDER if f in given)
     return f"USING INDEX {var}:Memory({field})"
-
-
-def _exact_scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
-    """All three fields equal; ``None`` means the property is absent (used for dedup by hash)."""
-    parts = []
-    for name in _SCOPE_FIELDS:
-        value = getattr(scope, name)
-        if value is None:
-            parts.append(f"{var}.{name} IS NULL")
-        else:
-            params[f"s_{name}"] = value
-            parts.append(f"{var}.{name} = $s_{name}")
-    return " AND ".join(parts)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -837,7 +812,7 @@ class Neo4jStore(Store):
         )
         vec = self._vector(patch.vector, "embedding of the update") if patch.vector is not None else None
         params: dict[str, Any] = {"id": memory_id}
-        where = _scope_where(scope, "m", params)
+        where = scope_where(scope, "m", params)
         # SET then REMOVE a dummy property takes the node's write lock before anything is read, so
         # concurrent updates of one memory serialize and each merges into the previous one's result.
         lock_and_read = (
@@ -912,7 +887,7 @@ class Neo4jStore(Store):
         if not wanted:
             return []
         params: dict[str, Any] = {"at": to_utc(at)}
-        query = _DELETE_BY_IDS.format(scope=_scope_where(scope, "m", params))
+        query = _DELETE_BY_IDS.format(scope=scope_where(scope, "m", params))
 
         def work(tx: ManagedTransaction) -> list[str]:
             deleted: set[str] = set()
@@ -952,7 +927,7 @@ class Neo4jStore(Store):
         limit).
         """
         params: dict[str, Any] = {"at": to_utc(at)}
-        where = _scope_where(scope, "m", params)
+        where = scope_where(scope, "m", params)
         list_ids = f"MATCH (m:Memory) {_scope_hint(scope)} WHERE {where} RETURN m.id AS id LIMIT $limit"
         query = _DELETE_BY_IDS.format(scope=where)
 
@@ -991,7 +966,7 @@ class Neo4jStore(Store):
             return {}
         params: dict[str, Any] = {"hashes": wanted}
         query = (
-            f"MATCH (m:Memory) WHERE m.hash IN $hashes AND {_exact_scope_where(scope, 'm', params)} "
+            f"MATCH (m:Memory) WHERE m.hash IN $hashes AND {exact_scope_where(scope, 'm', params)} "
             "WITH m ORDER BY m.created_at, m.id "
             "RETURN m.hash AS hash, collect(m.id)[0] AS id"
         )
@@ -1000,7 +975,7 @@ class Neo4jStore(Store):
 
     def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
         params: dict[str, Any] = {"id": memory_id}
-        where = _scope_where(scope, "m", params)
+        where = scope_where(scope, "m", params)
         query = f"MATCH (m:Memory {{id: $id}}) WHERE {where} RETURN {_MEMORY_PROJ} AS rec"
         row = self._read("get", lambda tx: tx.run(query, params).single())
         return _record(row["rec"]) if row is not None else None
@@ -1011,7 +986,7 @@ class Neo4jStore(Store):
             return []
         fp = _Params("f")
         params: dict[str, Any] = {"limit": int(limit)}
-        where = _scope_where(scope, "m", params)
+        where = scope_where(scope, "m", params)
         if flt is not None:
             where += " AND " + compile_filter(flt, "m", fp)
             params.update(fp.values)
@@ -1025,7 +1000,7 @@ class Neo4jStore(Store):
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         params: dict[str, Any] = {"id": memory_id}
         query = (
-            f"MATCH (h:HistoryEvent {{memory_id: $id}}) WHERE {_scope_where(scope, 'h', params)} "
+            f"MATCH (h:HistoryEvent {{memory_id: $id}}) WHERE {scope_where(scope, 'h', params)} "
             f"RETURN {_HISTORY_PROJ} AS ev ORDER BY h.created_at, h.seq, h.id"
         )
         rows = self._read("history", lambda tx: tx.run(query, params).data())
@@ -1036,7 +1011,7 @@ class Neo4jStore(Store):
         if scope is None:
             query = "MATCH (m:Memory) RETURN count(m) AS n"
         else:
-            query = f"MATCH (m:Memory) WHERE {_scope_where(scope, 'm', params)} RETURN count(m) AS n"
+            query = f"MATCH (m:Memory) WHERE {scope_where(scope, 'm', params)} RETURN count(m) AS n"
         row = self._read("count", lambda tx: tx.run(query, params).single())
         return int(row["n"]) if row is not None else 0
 
@@ -1097,8 +1072,8 @@ class Neo4jStore(Store):
             return Candidates(round_trips=0)
         fp = _Params("f")
         params: dict[str, Any] = {"k": int(k), "vec": vec, "q": query_text}
-        scope_where = _scope_where(scope, "m", params)
-        cond = scope_where
+        in_scope = scope_where(scope, "m", params)
+        cond = in_scope
         if flt is not None:
             cond += " AND " + compile_filter(flt, "m", fp)
             params.update(fp.values)
@@ -1115,7 +1090,7 @@ class Neo4jStore(Store):
         # more than the search), so it starts with a modest over-fetch and widens only if cut short.
         parts = [
             "CALL () { MATCH (m:Memory) RETURN count(m) AS total }",
-            f"CALL () {{ MATCH (m:Memory) {hint} WHERE {scope_where} WITH m LIMIT $probe RETURN count(m) AS sn }}",
+            f"CALL () {{ MATCH (m:Memory) {hint} WHERE {in_scope} WITH m LIMIT $probe RETURN count(m) AS sn }}",
             "WITH sn, sn > $exact_max AS big, CASE WHEN sn = 0 THEN 0 WHEN sn > $exact_max THEN 2 * $base "
             "ELSE toInteger(ceil(toFloat($base) * total / sn)) END AS want",
             "WITH sn, big, CASE WHEN want < $base THEN $base WHEN want > $kk_max THEN $kk_max ELSE want END AS kk",

@@ -72,8 +72,8 @@ T = TypeVar("T")
 
 GRAPH_LABELS: Final = ("Entity", "Value", "Quarantine")
 """Labels of graph nodes (``reset`` empties them)."""
-_SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
-_HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
+SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
+HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
 """Scope index to force, most selective first (as for memories)."""
 
 _ENTITY_PROJ: Final = (
@@ -101,7 +101,7 @@ def schema_statements() -> list[str]:
         "CREATE INDEX entity_agent_id IF NOT EXISTS FOR (e:Entity) ON (e.agent_id)",
         "CREATE INDEX entity_run_id IF NOT EXISTS FOR (e:Entity) ON (e.run_id)",
     ]
-    for name in _SCOPE_FIELDS:
+    for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
     return statements
 
@@ -139,7 +139,7 @@ def _labels_clause(labels: Sequence[str]) -> str:
 # Scope predicates (the tenant fence of every query)
 
 
-def _scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
+def scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
     """Equality on every given scope field."""
     parts = []
     for name, value in scope.items():
@@ -150,10 +150,10 @@ def _scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
     return " AND ".join(parts)
 
 
-def _exact_scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
+def exact_scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
     """All three fields equal; ``None`` means the property is absent."""
     parts = []
-    for name in _SCOPE_FIELDS:
+    for name in SCOPE_FIELDS:
         value = getattr(scope, name)
         if value is None:
             parts.append(f"{var}.{name} IS NULL")
@@ -165,7 +165,7 @@ def _exact_scope_where(scope: Scope, var: str, params: dict[str, Any]) -> str:
 
 def _hint_field(scope: Scope) -> str:
     given = dict(scope.items())
-    return next(f for f in _HINT_ORDER if f in given)
+    return next(f for f in HINT_ORDER if f in given)
 
 
 def _hint(scope: Scope, var: str, label: str) -> str:
@@ -420,7 +420,7 @@ def write_graph(
     pairs = _unique([*change.mentions, *((m, rel.source_id) for rel in change.relations for m in rel.memory_ids)])
     if pairs:
         params: dict[str, Any] = {}
-        query = _MENTIONS.format(scope=_scope_where(scope, "m", params))
+        query = _MENTIONS.format(scope=scope_where(scope, "m", params))
         for chunk in _chunks([{"m": m, "e": e} for m, e in pairs], batch):
             linked = tx.run(query, params, rows=chunk).single()
             if linked is not None and linked["missing"]:
@@ -446,7 +446,7 @@ def write_graph(
     if change.released:
         at = max((to_utc(e.created_at) for e in change.events), default=None) or utcnow()
         params = {"at": at}
-        query = _RELEASE.format(scope=_scope_where(scope, "q", params))
+        query = _RELEASE.format(scope=scope_where(scope, "q", params))
         for part in _chunks(_unique(change.released), batch):
             tx.run(query, params, ids=part).consume()
     return result
@@ -539,15 +539,15 @@ def _close(tx: ManagedTransaction, scope: Scope, change: GraphWrite, batch: int)
     for part in _chunks(sorted(left), batch):
         params: dict[str, Any] = {"ids": part, "at": {k: at[k] for k in part}}
         if sources:
-            query = _CLOSE_FROM.format(scope=_scope_where(scope, "x", params))
+            query = _CLOSE_FROM.format(scope=scope_where(scope, "x", params))
             for chunk in _chunks(sources, batch):
                 left.difference_update(r["id"] for r in tx.run(query, params, sources=chunk))
     if left:
         for part in _chunks(sorted(left), batch):
             params = {"ids": part, "at": {k: at[k] for k in part}}
             query = _CLOSE_IN_SCOPE.format(hint=_hint(scope, "s", "Entity"),
-                                           entity_scope=_scope_where(scope, "s", params),
-                                           scope=_scope_where(scope, "x", params))
+                                           entity_scope=scope_where(scope, "s", params),
+                                           scope=scope_where(scope, "x", params))
             tx.run(query, params).consume()
 
 
@@ -602,7 +602,7 @@ def forget_memories(
     for part in _chunks(_unique(touched), batch):
         tx.run(_DROP_ORPHANS, ids=part).consume()
     params: dict[str, Any] = {"mids": mids}
-    query = _FORGET_QUARANTINE.format(hint=_hint(scope, "q", "Quarantine"), scope=_scope_where(scope, "q", params))
+    query = _FORGET_QUARANTINE.format(hint=_hint(scope, "q", "Quarantine"), scope=scope_where(scope, "q", params))
     tx.run(query, params).consume()
 
 
@@ -627,7 +627,7 @@ def delete_scope_graph(tx: ManagedTransaction, scope: Scope, limit: int) -> bool
     more = False
     for template, var, label in ((_DELETE_ENTITIES, "e", "Entity"), (_DELETE_QUARANTINE, "q", "Quarantine")):
         params: dict[str, Any] = {"limit": limit}
-        query = template.format(hint=_hint(scope, var, label), scope=_scope_where(scope, var, params))
+        query = template.format(hint=_hint(scope, var, label), scope=scope_where(scope, var, params))
         row = tx.run(query, params).single()
         more = more or (row is not None and row["n"] >= limit)
     return more
@@ -646,7 +646,7 @@ def find_entities(
     if not wanted:
         return {}
     params: dict[str, Any] = {"keys": wanted}
-    fence = _exact_scope_where(scope, "e", params) if exact else _scope_where(scope, "e", params)
+    fence = exact_scope_where(scope, "e", params) if exact else scope_where(scope, "e", params)
     given = _hint_field(scope)
     query = (
         "CALL () { MATCH (e:Entity) WHERE e.key IN $keys RETURN e "
@@ -673,7 +673,7 @@ def similar_entities(
 
     ``vector.similarity.cosine`` returns (1 + cos) / 2, mapped back to cos here."""
     params: dict[str, Any] = {"vecs": vectors}
-    exact = _exact_scope_where(scope, "e", params)
+    exact = exact_scope_where(scope, "e", params)
     given = _hint_field(scope)
     query = (
         f"UNWIND range(0, size($vecs) - 1) AS i "
@@ -697,7 +697,7 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
         return ctx
     params: dict[str, Any] = {"ids": ids}
     query = (
-        f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) WHERE {_scope_where(scope, 'e', params)} "
+        f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) WHERE {scope_where(scope, 'e', params)} "
         f"RETURN e {_ENTITY_PROJ} AS e"
     )
     for rec in tx.run(query, params):
@@ -732,14 +732,14 @@ def relations(
     tx: ManagedTransaction, scope: Scope, memory_id: str | None, include_closed: bool
 ) -> list[Relation]:
     params: dict[str, Any] = {}
-    where = [_scope_where(scope, "r", params)]
+    where = [scope_where(scope, "r", params)]
     if memory_id is not None:
         params["mid"] = memory_id
         where.append("$mid IN coalesce(r.memory_ids, [])")
     if not include_closed:
         where.append("r.valid_to IS NULL")
     query = (
-        f"MATCH (s:Entity) {_hint(scope, 's', 'Entity')} WHERE {_scope_where(scope, 's', params)} "
+        f"MATCH (s:Entity) {_hint(scope, 's', 'Entity')} WHERE {scope_where(scope, 's', params)} "
         f"MATCH (s)-[r]->(o) WHERE {' AND '.join(where)} "
         f"RETURN {_FACT_COLUMNS} {_FACT_ORDER}"
     )
@@ -761,7 +761,7 @@ def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
 
 def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> list[QuarantineEntry]:
     params: dict[str, Any] = {}
-    where = _scope_where(scope, "q", params)
+    where = scope_where(scope, "q", params)
     if status is not None:
         params["status"] = status
         where += " AND q.status = $status"
