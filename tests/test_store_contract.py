@@ -376,3 +376,14 @@ def test_cypher_is_read_only_for_analysts(mem: Memory, uid: str) -> None:
         with pytest.raises(ReadOnlyError):
             mem.cypher(write, {"u": uid})
     assert [r["memory"] for r in mem.get_all(user_id=uid)["results"]] == ["analysts can read this"]
+
+
+def test_nearest_finds_each_rows_closest_memory_in_scope(mem: Memory, uid: str) -> None:
+    texts = ["the ferry leaves at noon", "quarterly tax filing is due", "my cat sleeps all day"]
+    ids = [r["id"] for r in mem.add([{"role": "user", "content": t} for t in texts], infer=False,
+                                    user_id=uid)["results"]]
+    mem.add("the ferry leaves at noon", infer=False, user_id=uid + "-other")
+    hits = mem.store.nearest(Scope(user_id=uid), mem.embedder.embed([texts[2], texts[0]]))
+    assert [h[0] for h in hits if h] == [ids[2], ids[0]]
+    assert all(h and h[1] > 0.99 for h in hits)
+    assert mem.store.nearest(Scope(user_id=uid + "-none"), mem.embedder.embed(["x"])) == [None]

@@ -187,14 +187,13 @@ class Ingestor:
             else:
                 d.id = existing[h] = new_id()
         new = [d for d in drafts if d.event is EventType.ADD]
-        matrix = self.embedder.embed([d.text for d in new]) if new else np.zeros((0, self.embedder.dims))
+        matrix = self.embedder.embed([d.text for d in new]) if new else np.zeros((0, self.embedder.dims), np.float32)
         by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
         threshold = self.config.dedup.memory_similarity
-        if near and threshold < 1.0:
-            for d in new:
-                hits = self.store.candidates(scope, None, by_id[d.id], None, 1).vector
-                if hits and hits[0][1] >= threshold:
-                    d.id, d.event = hits[0][0], EventType.NONE
+        if near and threshold < 1.0 and new:
+            for d, hit in zip(new, self.store.nearest(scope, matrix), strict=True):
+                if hit is not None and hit[1] >= threshold:
+                    d.id, d.event = hit[0], EventType.NONE
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime,

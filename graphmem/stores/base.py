@@ -238,6 +238,11 @@ class Store(ABC):
         )
 
     @abstractmethod
+    def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
+        """For each row of ``vectors``, the most similar memory in scope (id, cosine), in one round
+        trip: the near-duplicate check of a whole ``add``. May be approximate on large stores."""
+
+    @abstractmethod
     def count(self, scope: Scope | None = None) -> int:
         """Memories in scope (``None``: all tenants, for administration and benchmarks)."""
 

@@ -1153,6 +1153,38 @@ class Neo4jStore(Store):
     def _hit_list(alias: str) -> str:
         return f"RETURN collect({{id: m.id, s: s, rec: {_MEMORY_PROJ}}}) AS {alias}"
 
+    def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
+        """ANN over-fetch per row, kept to the scope; rows whose neighbours all lie in other scopes
+        get an exact pass over the scope in a second statement."""
+        matrix = np.asarray(vectors, dtype=np.float32)
+        rows = [self._vector(r, "query vector") for r in matrix.reshape(-1, matrix.shape[-1])]
+        if not rows:
+            return []
+        params: dict[str, Any] = {"vecs": rows, "kk": 50}
+        cond = scope_where(scope, "m", params)
+        index_query = (
+            "UNWIND range(0, size($vecs) - 1) AS i "
+            "CALL (i) { CALL db.index.vector.queryNodes('memory_embedding', $kk, $vecs[i]) YIELD node AS m "
+            f"WITH m WHERE {cond} WITH m, vector.similarity.cosine(m.embedding, $vecs[i]) AS s "
+            "ORDER BY s DESC, m.id LIMIT 1 RETURN m.id AS id, 2 * s - 1 AS score } RETURN i, id, score"
+        )
+        exact_query = (
+            f"UNWIND $todo AS i CALL (i) {{ MATCH (m:Memory) {_scope_hint(scope)} WHERE {cond} "
+            "WITH m, vector.similarity.cosine(m.embedding, $vecs[i]) AS s WHERE s IS NOT NULL "
+            "ORDER BY s DESC, m.id LIMIT 1 RETURN m.id AS id, 2 * s - 1 AS score } RETURN i, id, score"
+        )
+
+        def work(tx: ManagedTransaction) -> list[tuple[str, float] | None]:
+            found: dict[int, tuple[str, float]] = {
+                r["i"]: (r["id"], float(r["score"])) for r in tx.run(index_query, params)
+            }
+            todo = [i for i in range(len(rows)) if i not in found]
+            if todo:
+                found.update({r["i"]: (r["id"], float(r["score"])) for r in tx.run(exact_query, params, todo=todo)})
+            return [found.get(i) for i in range(len(rows))]
+
+        return self._read("nearest", work)
+
     def _exact_vector(self, hint: str, cond: str) -> str:
         """Exact cosine over the scope (index seek on a scope field): correct whatever the filter."""
         return (

@@ -529,6 +529,15 @@ class SQLiteStore(Store):
             for r in rows
         ]
 
+    def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
+        if self._vec is None:
+            raise StoreError("store not opened: call open() first")
+        rows = np.asarray(vectors, dtype=np.float32).reshape(-1, self._vec.dims)
+        with self._read() as conn, self._vec.lock:
+            self._vec.refresh(conn)
+            hits = [self._vec.search(scope, row, 1, None) for row in rows]
+        return [h[0] if h else None for h in hits]
+
     def count(self, scope: Scope | None = None) -> int:
         where, params = scope_sql(scope) if scope else ("1", [])
         with self._read() as conn:
