@@ -5,6 +5,7 @@ controls exactly what the model says, chunk by chunk."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,3 +136,22 @@ def test_update_relinks_and_delete_leaves_no_orphans(lmem: Memory, uid: str) -> 
     assert lmem.store.relations(Scope(user_id=uid)) == []
     assert integrity(lmem, uid) == {"orphans": 0, "unsupported": 0, "dangling": 0}
     assert lmem.store.find_entities(Scope(user_id=uid), ["ada", "paris", "bob"]) == {}
+
+
+def test_rejected_triples_are_sent_back_once_then_quarantined(backend: str, tmp_path: Path, llm: StandinServer,
+                                                             uid: str) -> None:
+    cfg = make_config(backend, tmp_path, llm={"provider": "openai", "base_url": llm.base_url, "api_key": "t",
+                                              "model": "standin", "max_retries": 0, "repair": True})
+    mem = Memory(MemoryConfig.load(cfg), embedder=HashingEmbedder(384))
+    fixed = {"triples": [{"source": "Wei", "relation": "knows", "target": "Ming", "valid_from": None, "memory": 0}]}
+    llm.chat_script.extend([Reply(content=fact_responder({"messages": [
+        {"role": "user", "content": "FACT Wei:Person livesIn Ming:Person\nFACT Wei:Person worksFor Acme:Company"}]})),
+        Reply(content=json.dumps(fixed))])
+    out = mem.add("Wei lives with Ming and works at Acme", user_id=uid)
+    repair_request = llm.chat_requests[-1]
+    assert "livesIn" in json.dumps(repair_request["messages"]) and "gm:Place" in json.dumps(repair_request["messages"])
+    assert sorted(r["target"] for r in out["relations"]["added"]) == ["Acme", "Ming"]  # the correction was stored
+    assert [r["target"] for r in out["relations"]["rejected"]] == ["Ming"]  # the original stays quarantined
+    assert len(mem.rejected(user_id=uid)) == 1
+    assert len(llm.chat_requests) == 2  # one extraction, one repair: never a second re-ask
+    mem.close()
