@@ -246,7 +246,7 @@ def demo(
         console.print(_records_table("stored memories", m.get_all(user_id="maya")["results"]))
         console.print(f"{len(DEMO_CONVERSATION)} messages, {result['chunks']} chunk(s) → "
                       f"{sum(r['event'] == 'ADD' for r in result['results'])} new memories, "
-                      f"extractor: {m._extractor().name}")
+                      f"extractor: {m.extractor.name}")
         facts = Table(title="facts checked by the ontology guard")
         for col in ("source", "relation", "target", "verdict"):
             facts.add_column(col, overflow="fold")

@@ -203,6 +203,11 @@ class Memory:
     def _ingestor(self) -> Ingestor:
         return Ingestor(self.config, self.store, self.embedder, self._planner, self._extractor, self._chunk)
 
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor ``add(infer=True)`` uses: the configured LLM, else the rule-based one."""
+        return self._extractor()
+
     def _extractor(self) -> Extractor:
         if self._extractor_instance is None:
             if self.config.llm.provider == "openai":
