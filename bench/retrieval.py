@@ -1,0 +1,299 @@
+"""Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
+
+    python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|minilm|NAME]
+        [--modes vector,fulltext,graph,hybrid,hybrid_rrf,mem0] [--k 5,10] [--extract rules|none]
+        [--speaker-prefix] [--limit-collections N] [--limit-queries N] [--out result.json]
+
+Each collection is ingested into its own scope (``user_id`` = collection id) through the public API,
+one ``add`` per doc (a message from its speaker at its own time, so event times stay right), keeping
+``{"doc_id", "group"}`` in the metadata. ``--extract rules`` uses ``infer=True`` with no LLM, so the
+rule-based extractor splits docs into sentence memories and writes entities and relations;
+``--extract none`` stores each doc verbatim. All modes then query the same ingested data:
+``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
+``hybrid_rrf`` reciprocal-rank fusion, ``graph`` the graph signal alone (``null`` while search
+returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``. Retrieved memories are
+mapped to their doc (or its group when ``gold_level`` is ``group``), first occurrence wins, then cut
+at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mem0_baseline import Mem0Scorer, timed
+
+from graphmem import Memory, MemoryConfig
+from graphmem.config import SearchConfig
+
+ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_rrf", "mem0")
+_DATE_CACHE: dict[str, datetime | None] = {}
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """Doc times as written in the sources ("1:56 pm on 8 May, 2023", "2023/05/20 (Sat) 01:44")."""
+    if not text:
+        return None
+    if text not in _DATE_CACHE:
+        import dateparser
+
+        clean = text.replace("(", " ").replace(")", " ")
+        for day in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"):
+            clean = clean.replace(f" {day} ", " ")
+        _DATE_CACHE[text] = dateparser.parse(clean, settings={"RETURN_AS_TIMEZONE_AWARE": True,
+                                                              "TIMEZONE": "UTC", "PREFER_DAY_OF_MONTH": "first"})
+    return _DATE_CACHE[text]
+
+
+def search_config(mode: str) -> SearchConfig | None:
+    """The search configuration a mode stands for; ``None`` for modes not served by ``Memory.search``."""
+    if mode == "vector":
+        return SearchConfig(weights={"vector": 1.0, "fulltext": 0.0})
+    if mode == "fulltext":
+        return SearchConfig(weights={"vector": 0.0, "fulltext": 1.0})
+    if mode == "graph":
+        return SearchConfig(weights={"vector": 0.0, "fulltext": 0.0, "graph": 1.0})
+    if mode == "hybrid":
+        return SearchConfig()
+    if mode == "hybrid_rrf":
+        return SearchConfig(fusion="rrf")
+    return None
+
+
+def build_config(backend: str, embedder: str, home: Path) -> MemoryConfig:
+    store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "retrieval.db")}
+    if backend == "neo4j":
+        store = {"provider": "neo4j", "uri": os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687"),
+                 "user": os.environ.get("NEO4J_USER", "neo4j"),
+                 "password": os.environ.get("NEO4J_PASSWORD", "graphmem-test")}
+    if embedder == "hashing":
+        emb: dict[str, Any] = {"provider": "hashing"}
+    elif embedder == "minilm":
+        emb = {"provider": "sentence-transformers"}
+    else:
+        emb = {"provider": "sentence-transformers", "model": embedder}
+    return MemoryConfig.load({"home": str(home), "store": store, "embedder": emb, "llm": {"provider": "none"}})
+
+
+def prefetch_embeddings(mem: Memory, texts: list[str], batch: int = 256) -> None:
+    """Embed a collection's doc texts in large batches before the per-doc adds.
+
+    Why: one ``add`` per doc embeds one text per call, which is slow for a local transformer on a
+    busy CPU. The cache returns the rows the embedder would (up to the float rounding of batched
+    encoding); texts it has not seen, such as extracted sentences and queries, still go to the model.
+    """
+    emb = mem.embedder
+    inner = getattr(emb, "_bench_inner_embed", None) or emb.embed
+    cache: dict[str, Any] = getattr(emb, "_bench_cache", {})
+    todo = [t for t in dict.fromkeys(texts) if t not in cache]
+    for i in range(0, len(todo), batch):
+        part = todo[i : i + batch]
+        cache.update(zip(part, inner(part), strict=True))
+
+    def embed(batch_texts: Any) -> Any:
+        missing = [t for t in dict.fromkeys(batch_texts) if t not in cache]
+        if missing:
+            return inner(batch_texts) if len(missing) == len(batch_texts) else _fill(batch_texts, missing)
+        return np.stack([cache[t] for t in batch_texts]) if batch_texts else inner(batch_texts)
+
+    def _fill(batch_texts: Any, missing: list[str]) -> Any:
+        rows = dict(zip(missing, inner(missing), strict=True))
+        return np.stack([cache.get(t, rows.get(t)) for t in batch_texts])
+
+    emb._bench_inner_embed = inner  # type: ignore[attr-defined]
+    emb._bench_cache = cache  # type: ignore[attr-defined]
+    emb.embed = embed  # type: ignore[method-assign]
+
+
+def doc_text(doc: dict[str, Any], speaker_prefix: bool) -> str:
+    return f"{doc['speaker']}: {doc['text']}" if speaker_prefix and doc.get("speaker") else doc["text"]
+
+
+def ingest(mem: Memory, coll: dict[str, Any], infer: bool, speaker_prefix: bool = False) -> int:
+    """One ``add`` per doc: each doc has its own speaker and time. Returns memories stored.
+
+    ``speaker_prefix`` stores "speaker: text" (the README's variant that lifts LoCoMo references)."""
+    stored = 0
+    for doc in coll["docs"]:
+        if not doc["text"].strip():  # a few LongMemEval turns are empty: nothing to remember, nothing to find
+            continue
+        msg = {"role": "user", "content": doc_text(doc, speaker_prefix)}
+        if doc.get("speaker"):
+            msg["name"] = doc["speaker"]
+        out = mem.add([msg], user_id=coll["id"], infer=infer, timestamp=parse_time(doc.get("time")),
+                      metadata={"doc_id": doc["id"], "group": doc.get("group")})
+        stored += sum(r["event"] == "ADD" for r in out["results"])
+    return stored
+
+
+def ranked_keys(results: list[dict[str, Any]], doc_group: dict[str, str | None], level: str) -> list[str]:
+    """Retrieved memories -> doc ids (or groups), first occurrence wins, duplicates dropped."""
+    out: list[str] = []
+    for r in results:
+        doc = (r.get("metadata") or {}).get("doc_id")
+        if doc is None:
+            continue
+        key = doc_group.get(doc) if level == "group" else doc
+        if key is not None and key not in out:
+            out.append(key)
+    return out
+
+
+def graph_available(mem: Memory, user_id: str, query: str) -> bool:
+    """True only when search really returns graph scores: a mode that silently falls back is not graph."""
+    try:
+        mem.config.search = SearchConfig(weights={"vector": 0.0, "fulltext": 0.0, "graph": 1.0})
+    except ValueError:
+        return False
+    out = mem.search(query, user_id=user_id, top_k=10, explain=True)
+    return any("graph" in (r.get("score_details") or {}) for r in out["results"])
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with gzip.open(args.file, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    level = data.get("gold_level", "doc")
+    ks = [int(k) for k in args.k.split(",")]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(modes) - set(ALL_MODES)
+    if unknown:
+        raise SystemExit(f"unknown modes {sorted(unknown)}; known: {', '.join(ALL_MODES)}")
+    colls = data["collections"][: args.limit_collections] if args.limit_collections else data["collections"]
+    home = Path(tempfile.mkdtemp(prefix="gm-retrieval-"))
+    mem = Memory.from_config(build_config(args.backend, args.embedder, home))
+    mem0 = Mem0Scorer(mem)
+    top = max(ks) * 3
+    hits: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in modes}
+    lat: dict[str, list[float]] = {m: [] for m in modes}
+    embed_ms: list[float] = []
+    unavailable: set[str] = set()
+    ingest_s = 0.0
+    memories = docs = queries = 0
+    try:
+        for coll in colls:
+            if args.backend == "neo4j":
+                mem.delete_all(user_id=coll["id"])
+            t0 = time.perf_counter()
+            if args.prefetch:
+                prefetch_embeddings(mem, [doc_text(d, args.speaker_prefix) for d in coll["docs"]])
+            memories += ingest(mem, coll, infer=args.extract == "rules", speaker_prefix=args.speaker_prefix)
+            ingest_s += time.perf_counter() - t0
+            docs += len(coll["docs"])
+            doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
+            qs = [q for q in coll["queries"] if q.get("gold")]
+            qs = qs[: args.limit_queries] if args.limit_queries else qs
+            probe = "graph" in modes and "graph" not in unavailable and qs
+            if probe and not graph_available(mem, coll["id"], qs[0]["text"]):
+                unavailable.add("graph")
+            for q in qs:
+                queries += 1
+                embed_ms.append(timed(mem.embedder.embed_one, q["text"])[1])
+                gold = set(q["gold"])
+                for mode in modes:
+                    if mode in unavailable:
+                        continue
+                    if mode == "mem0":
+                        results, ms = timed(mem0.search, q["text"], coll["id"], top)
+                    else:
+                        mem.config.search = search_config(mode)  # type: ignore[assignment]
+                        out, ms = timed(mem.search, q["text"], user_id=coll["id"], top_k=top)
+                        results = out["results"]
+                    lat[mode].append(ms)
+                    ranked = ranked_keys(results, doc_group, level)
+                    for k in ks:
+                        r = len(gold & set(ranked[:k])) / len(gold)
+                        hits[mode][f"all@{k}"].append(r)
+                        hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
+            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {ingest_s:.1f}s so far",
+                  file=sys.stderr)
+    finally:
+        mem.close()
+        shutil.rmtree(home, ignore_errors=True)
+    recall: dict[str, Any] = {}
+    latency: dict[str, Any] = {}
+    for mode in modes:
+        if mode in unavailable:
+            recall[mode] = latency[mode] = None
+            continue
+        recall[mode] = {key: round(statistics.fmean(v), 4) for key, v in sorted(hits[mode].items())}
+        latency[mode] = {"p50": round(pct(lat[mode], 0.5), 2), "p95": round(pct(lat[mode], 0.95), 2)}
+    return {
+        "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2),
+        "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
+                   "extract": args.extract, "speaker_prefix": args.speaker_prefix,
+                   "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top,
+                   "gold_level": level,
+                   "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
+                   "docs_per_s": round(docs / ingest_s, 1) if ingest_s else None,
+                   "embed_ms": {"p50": round(pct(embed_ms, 0.5), 2), "p95": round(pct(embed_ms, 0.95), 2)},
+                   "search_defaults": SearchConfig().model_dump(), "mem0": mem0.params(),
+                   "unavailable": sorted(unavailable)},
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """Modes as rows, ``all@k`` then per-category recall and latency as columns."""
+    keys = sorted({k for r in result["recall"].values() if r for k in r},
+                  key=lambda k: (not k.startswith("all@"), k.split("@")[0], int(k.split("@")[1])))
+    head = f"{'mode':<11}" + "".join(f"{k:>16}" for k in keys) + f"{'p50 ms':>9}{'p95 ms':>9}"
+    lines = [head]
+    for mode, rec in result["recall"].items():
+        if rec is None:
+            lines.append(f"{mode:<11}  unavailable (search returns no graph scores)")
+            continue
+        lat = result["latency_ms"][mode]
+        lines.append(f"{mode:<11}" + "".join(f"{rec.get(k, float('nan')):>16.3f}" for k in keys)
+                     + f"{lat['p50']:>9.1f}{lat['p95']:>9.1f}")
+    c = result["config"]
+    lines.append(f"{c['file']} {c['backend']} {c['embedder']} extract={c['extract']}: {c['docs']} docs -> "
+                 f"{c['memories']} memories in {result['ingest_s']}s, {c['queries']} queries, "
+                 f"query embedding p50 {c['embed_ms']['p50']} ms")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file")
+    p.add_argument("--backend", choices=["embedded", "neo4j"], default="embedded")
+    p.add_argument("--embedder", default="hashing", help="hashing, minilm, or a sentence-transformers model name")
+    p.add_argument("--modes", default=",".join(ALL_MODES))
+    p.add_argument("--k", default="5,10")
+    p.add_argument("--extract", choices=["rules", "none"], default="rules")
+    p.add_argument("--speaker-prefix", action="store_true", help='store docs as "speaker: text"')
+    p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                   help="embed inside each add only (slower with a local transformer)")
+    p.add_argument("--limit-collections", type=int, default=None)
+    p.add_argument("--limit-queries", type=int, default=None)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    result = run(args)
+    print(table(result))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
