@@ -14,6 +14,7 @@ when other processes write to the same file.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import sqlite3
 import threading
@@ -43,7 +44,8 @@ from .base import (
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
 from .text import fts5_query
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+_BM25 = "'bm25(1.0, 0.0)'"  # the text column only: scope tokens must not score
 _PRUNE_AT = 200_000  # vec_changes rows kept; a process further behind reloads the whole matrix
 
 _SCHEMA = """
@@ -58,27 +60,31 @@ CREATE TABLE IF NOT EXISTS memories (
     role TEXT, actor_id TEXT,
     metadata TEXT NOT NULL DEFAULT '{}',
     created_at TEXT NOT NULL, updated_at TEXT, event_time TEXT, expires_at TEXT,
-    embedding BLOB NOT NULL
+    embedding BLOB NOT NULL,
+    scope_terms TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_run ON memories (run_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_hash ON memories (hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    memory, content='memories', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+    memory, scope_terms, content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TABLE IF NOT EXISTS vec_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, mem_rowid INTEGER NOT NULL);
 CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, memory) VALUES (new.rowid, new.memory);
+    INSERT INTO memories_fts (rowid, memory, scope_terms) VALUES (new.rowid, new.memory, new.scope_terms);
     INSERT INTO vec_changes (mem_rowid) VALUES (new.rowid);
 END;
 CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, memory) VALUES ('delete', old.rowid, old.memory);
+    INSERT INTO memories_fts (memories_fts, rowid, memory, scope_terms)
+        VALUES ('delete', old.rowid, old.memory, old.scope_terms);
     INSERT INTO vec_changes (mem_rowid) VALUES (old.rowid);
 END;
 CREATE TRIGGER IF NOT EXISTS memories_au_text AFTER UPDATE OF memory ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, memory) VALUES ('delete', old.rowid, old.memory);
-    INSERT INTO memories_fts (rowid, memory) VALUES (new.rowid, new.memory);
+    INSERT INTO memories_fts (memories_fts, rowid, memory, scope_terms)
+        VALUES ('delete', old.rowid, old.memory, old.scope_terms);
+    INSERT INTO memories_fts (rowid, memory, scope_terms) VALUES (new.rowid, new.memory, new.scope_terms);
 END;
 CREATE TRIGGER IF NOT EXISTS memories_au_vec AFTER UPDATE OF embedding ON memories BEGIN
     INSERT INTO vec_changes (mem_rowid) VALUES (new.rowid);
@@ -128,6 +134,22 @@ def _delete_event(row: sqlite3.Row, at: datetime) -> HistoryEvent:
         agent_id=row["agent_id"], run_id=row["run_id"], actor_id=row["actor_id"], role=row["role"],
         created_at=at,
     )
+
+
+def _scope_token(kind: str, value: str) -> str:
+    return kind + hashlib.blake2b(value.encode("utf-8"), digest_size=10).hexdigest()
+
+
+def scope_terms(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+    """Opaque tokens for a row's scope fields, indexed in FTS5 next to the text."""
+    pairs = (("u", user_id), ("a", agent_id), ("r", run_id))
+    return " ".join(_scope_token(k, v) for k, v in pairs if v is not None)
+
+
+def scope_match(scope: Scope) -> str:
+    """FTS5 condition selecting the rows of a read scope (every given field must match)."""
+    kinds = {"user_id": "u", "agent_id": "a", "run_id": "r"}
+    return " AND ".join(f'scope_terms : "{_scope_token(kinds[k], v)}"' for k, v in scope.items())
 
 
 class _VectorCache:
@@ -324,6 +346,11 @@ class SQLiteStore(Store):
             raise StoreUnavailableError(f"cannot create the schema in {self.path}: {exc}") from exc
         with self._write() as conn:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta and meta.get("schema_version") != SCHEMA_VERSION:
+                raise SchemaMismatchError(
+                    f"{self.path} has schema version {meta.get('schema_version')}, this graphmem writes "
+                    f"{SCHEMA_VERSION}; export it with the graphmem that wrote it, or use another store path"
+                )
             if not meta:
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -367,8 +394,11 @@ class SQLiteStore(Store):
                 iso(r.updated_at) if r.updated_at else None, iso(r.event_time) if r.event_time else None,
                 iso(r.expires_at) if r.expires_at else None,
                 np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
+                scope_terms(r.user_id, r.agent_id, r.run_id),
             ))
-        conn.executemany(f"INSERT INTO memories ({_COLUMNS}, embedding) VALUES ({','.join('?' * 15)})", rows)
+        conn.executemany(
+            f"INSERT INTO memories ({_COLUMNS}, embedding, scope_terms) VALUES ({','.join('?' * 16)})", rows
+        )
         conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
         self._prune(conn)
 
@@ -575,13 +605,17 @@ class SQLiteStore(Store):
     ) -> list[tuple[str, float]]:
         """Top-k by BM25 among rows in scope passing the filter.
 
-        FTS5 ranks fastest alone (``ORDER BY rank LIMIT``), so it first ranks the best ``8k`` matches
-        of the whole table and applies scope and filter to those; only when that leaves fewer than
-        ``k`` while more matches exist does it rank every match in scope.
+        The scope is part of the FTS5 query (its tokens are indexed with each row), so only the
+        scope's documents are ranked. FTS5 ranks fastest alone (``ORDER BY rank LIMIT``): the best
+        ``8k`` matches are ranked first and the filter applied to those; only when that leaves fewer
+        than ``k`` while more matches exist are all the scope's matches ranked.
         """
+        # scope tokens are indexed with each row, so FTS5 intersects posting lists: other tenants'
+        # documents are never ranked at all
+        match = f"{scope_match(scope)} AND memory : ({match})"
         wide = conn.execute(
-            "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
-            [match, 8 * k],
+            f"SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? AND rank MATCH {_BM25} "
+            "ORDER BY rank LIMIT ?", [match, 8 * k],
         ).fetchall()
         scores = {int(r[0]): float(r[1]) for r in wide}
         rows: list[tuple[str, float]] = []
@@ -598,7 +632,7 @@ class SQLiteStore(Store):
             params += fparams
             rows = [(r[0], float(r[1])) for r in conn.execute(
                 "SELECT m.id, -rank FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {where} AND {fsql}", [match, *params])]
+                f"WHERE memories_fts MATCH ? AND rank MATCH {_BM25} AND {where} AND {fsql}", [match, *params])]
         return sorted(rows, key=lambda h: (-h[1], h[0]))[:k]
 
     def candidates(
