@@ -11,6 +11,7 @@ estimate; every :class:`Chunk` names the counter that measured it. :func:`from_c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..config import ChunkingConfig
 from .chunker import STRATEGIES, Chunk, EmbedFn, Strategy, check_params, chunk_messages, chunk_text
@@ -57,29 +58,17 @@ class Chunker:
         self.embed = embed
         self.semantic_threshold = semantic_threshold
 
+    def _options(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap_tokens": self.overlap_tokens,
+                "counter": self.counter, "embed": self.embed, "semantic_threshold": self.semantic_threshold}
+
     def chunk(self, text: str) -> list[Chunk]:
-        return chunk_text(
-            text,
-            strategy=self.strategy,
-            max_tokens=self.max_tokens,
-            overlap_tokens=self.overlap_tokens,
-            counter=self.counter,
-            embed=self.embed,
-            semantic_threshold=self.semantic_threshold,
-        )
+        return chunk_text(text, **self._options())
 
     __call__ = chunk
 
     def chunk_messages(self, messages: Sequence[str]) -> list[Chunk]:
-        return chunk_messages(
-            messages,
-            strategy=self.strategy,
-            max_tokens=self.max_tokens,
-            overlap_tokens=self.overlap_tokens,
-            counter=self.counter,
-            embed=self.embed,
-            semantic_threshold=self.semantic_threshold,
-        )
+        return chunk_messages(messages, **self._options())
 
     def __repr__(self) -> str:
         return (
