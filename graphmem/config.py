@@ -82,6 +82,9 @@ class LLMConfig(_Section):
     """``auto`` tries a JSON schema and falls back to JSON mode (plus validation) if the server refuses."""
     repair: bool = True
     """Send rejected triples back once with the SHACL messages before quarantining what still fails."""
+    rules_granularity: Literal["sentence", "message"] = "sentence"
+    """With ``provider: none``: one memory per sentence, or one per speaker turn (or paragraph). Whole
+    turns keep the context a sentence loses ("I did!" after a question) and index fewer rows."""
 
 
 class DedupConfig(_Section):
@@ -148,15 +151,35 @@ class SearchConfig(_Section):
     few hits. Measured: exact scoring of 10k memories is ~3x slower than the index path."""
     threshold: float | None = None
     """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
+    graph_scoring: Literal["ppr", "walk"] = "ppr"
+    """Graph signal: Personalized PageRank over mentions and facts, or the best typed-fact path from
+    the linked entities (:mod:`graphmem.search.graph`)."""
+    graph_seed_memories: int = Field(8, ge=0, le=1000)
+    """Graph signal (``ppr``): the best this-many vector and full-text hits seed the walk too."""
+    graph_seed_weight: float = Field(1.0, ge=0.0)
+    """Graph signal (``ppr``): restart weight of the seed memories relative to a linked entity."""
+    graph_restart: float = Field(0.5, gt=0.0, lt=1.0)
+    """Graph signal (``ppr``): restart probability of the walk (HippoRAG uses 0.5)."""
+    graph_max_mentions: int = Field(32, ge=1, le=10_000)
+    """Graph signal: memories fetched per reached entity, so a hub cannot flood the walk."""
     graph_depth: int = Field(2, ge=1, le=6)
-    """Graph signal: hops of traversal from the linked query entities (one store call per hop)."""
+    """Graph signal: fact hops from the seeds."""
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
     """Graph signal: score factor per hop (an entity ``d`` hops away scores ``decay**d`` times the
     relation weights); a chain of one transitive relation continues without extra decay."""
     graph_max_seeds: int = Field(16, ge=1, le=1000)
     """Graph signal: at most this many query entities are linked (longest names first)."""
     graph_max_frontier: int = Field(64, ge=1, le=10_000)
-    """Graph signal: newly reached entities expanded per hop at most (the best-scored first)."""
+    """Graph signal: entities expanded per hop at most (linked ones first, then the least mentioned)."""
+    decay_half_life_days: dict[str, float] = Field(default_factory=dict)
+    """Per memory type (``semantic``, ``episodic``, ``procedural``): the age in days at which a
+    memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not
+    decay; the factor never falls below ``decay_floor``."""
+    decay_floor: float = Field(0.3, ge=0.0, le=1.0)
+    reranker: str | None = None
+    """A sentence-transformers CrossEncoder (model name or local path; needs the ``local`` extra)
+    that re-orders the best ``rerank_top_n`` fused results; ``None``: no reranking."""
+    rerank_top_n: int = Field(20, ge=1, le=1000)
     graph_relation_weights: dict[str, float] = Field(default_factory=dict)
     """Graph signal: weight per relation (IRI, ``prefix:local``, local name or label), default 1; a
     relation without its own weight takes the first weighted super-property's."""
@@ -173,6 +196,9 @@ class SearchConfig(_Section):
             raise ValueError("fusion weights must be >= 0")
         if any(w < 0 for w in self.graph_relation_weights.values()):
             raise ValueError("graph relation weights must be >= 0")
+        bad = set(self.decay_half_life_days) - {"semantic", "episodic", "procedural"}
+        if bad or any(d <= 0 for d in self.decay_half_life_days.values()):
+            raise ValueError("decay_half_life_days maps semantic/episodic/procedural to positive day counts")
         return self
 
 

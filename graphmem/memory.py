@@ -35,15 +35,19 @@ from .models import (
 )
 from .pipeline import GraphPlanner, TripleInput, parse_triples
 from .pipeline.ingest import AddRequest, Ingestor
-from .search import fuse
 from .stores.base import MemoryPatch, Store
 
 if TYPE_CHECKING:
     from .ontology import Guard, Ontology
+    from .search.rerank import CrossEncoderReranker, Reranker
 
 log = logging.getLogger("graphmem")
 
 MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
+
+
+def _when(value: datetime | str | None, name: str) -> datetime | None:
+    return parse_datetime(value, what=name) if value is not None else None
 
 
 def _create_store(config: MemoryConfig) -> Store:
@@ -108,6 +112,7 @@ class Memory:
         *,
         embedder: Embedder | None = None,
         store: Store | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.config = MemoryConfig.load(config)
         self.embedder = embedder or create_embedder(self.config.embedder)
@@ -117,6 +122,8 @@ class Memory:
         self._guard: Guard | None = None
         self._extractor_instance: Extractor | None = None
         self._chunker: Any = None
+        self._reranker_given = reranker
+        self._reranker_loaded: CrossEncoderReranker | None = None
 
     @property
     def ontology(self) -> Ontology:
@@ -167,6 +174,7 @@ class Memory:
         memory_type: MemoryType | str | None = None,
         timestamp: datetime | str | int | float | None = None,
         triples: Sequence[dict[str, Any] | TripleInput] | None = None,
+        expires_at: datetime | str | None = None,
     ) -> dict[str, Any]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
@@ -181,9 +189,14 @@ class Memory:
         ``triples`` (``{"source", "relation", "target", "source_type"?, "target_type"?, "valid_from"?}``)
         are linked to these memories as provenance. Facts that fail the SHACL shapes are not written to
         the graph but quarantined with their reasons (``relations.rejected``; see :meth:`rejected`).
-        Everything is written in one transaction.
+        Everything is written in one transaction. ``expires_at``: after it, search no longer returns
+        the memories stored by this call (they stay readable with ``get``/``get_all`` and history).
         """
         scope = Scope.of(user_id, agent_id, run_id)
+        now = utcnow()
+        expires = _when(expires_at, "expires_at")
+        if expires is not None and expires <= now:
+            raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
         msgs = _messages(messages)
         meta = _metadata(metadata)
         try:
@@ -197,8 +210,8 @@ class Memory:
                 f"{len(msgs)} messages in one add; the limit is {self.config.limits.max_batch} (limits.max_batch)"
             )
         event_time = parse_datetime(timestamp, what="timestamp") if timestamp is not None else None
-        request = AddRequest(scope, msgs, meta, mtype, event_time, parse_triples(triples), infer)
-        return self._ingestor().add(request, utcnow())
+        request = AddRequest(scope, msgs, meta, mtype, event_time, parse_triples(triples), infer, expires)
+        return self._ingestor().add(request, now)
 
     def _ingestor(self) -> Ingestor:
         return Ingestor(self.config, self.store, self.embedder, self._planner, self._extractor, self._chunk)
@@ -217,7 +230,7 @@ class Memory:
             else:
                 from .extraction.rules import RuleExtractor
 
-                self._extractor_instance = RuleExtractor(self.ontology)
+                self._extractor_instance = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity)
             log.info("graphmem extractor: %s", self._extractor_instance.name)
         return self._extractor_instance
 
@@ -380,51 +393,44 @@ class Memory:
         top_k: int | None = None,
         threshold: float | None = None,
         explain: bool = False,
+        as_of: datetime | str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> dict[str, Any]:
         """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
 
         The graph signal (when ``search.weights["graph"]`` is positive) walks from the entities the
-        query names over typed facts (:func:`graphmem.search.graph_candidates`); its hits obey the
-        same scope and filters. Round trips: one for vector and full text, one to link the query's
-        entities, one per hop while the frontier is not empty (``search.graph_depth``), and one to
-        load graph hits the other signals did not return (through ``filters``).
+        query names and from the best vector and full-text hits, over mentions and typed facts
+        (:mod:`graphmem.search.graph`); its hits obey the same scope and filters. ``since``/``until``
+        keep memories whose time (``event_time``, else ``created_at``) lies in ``[since, until)``;
+        ``as_of`` ranks what was known at that instant (memories created by then and not expired,
+        facts valid then). Expired memories (``expires_at``) are never returned. With ``explain``,
+        each result carries its per-signal scores and graph path, and the answer its round trips.
         """
-        from .filters import And, Cond
-        from .search import GraphResult, graph_candidates
+        from .search.engine import SearchRequest, run_search
 
-        cfg = self.config.search
         scope = Scope.of(user_id, agent_id, run_id)
         text = clean_text(query, what="query", max_chars=self.config.limits.max_memory_chars)
-        flt = parse_filters(filters)
-        k = self._positive(top_k, cfg.top_k, "top_k")
-        threshold = cfg.threshold if threshold is None else threshold
-        vector = self.embedder.embed_one(text)
-        usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
-        cands = self.store.candidates(scope, flt, usable, text, k * cfg.overfetch)
-        signals = {"vector": cands.vector, "fulltext": cands.fulltext}
-        graph = GraphResult()
-        if cfg.weights.get("graph", 0.0) > 0:
-            graph = graph_candidates(self.store, lambda: self.ontology, scope, text, k * cfg.overfetch, cfg)
-            missing = [mid for mid, _ in graph.hits if mid not in cands.records]
-            if missing:  # the scope and the caller's filters decide which graph hits may be shown
-                only = Cond("id", "in", tuple(missing), False)
-                for rec in self.store.list_memories(scope, only if flt is None else And((flt, only)), len(missing)):
-                    cands.records[rec.id] = rec
-            signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in cands.records]
-        fused = fuse(signals, cfg)
-        results = []
-        for hit in fused:
-            if threshold is not None and hit.score < threshold:
-                continue
-            item = {**cands.records[hit.id].public(), "score": hit.score}
-            if explain:
-                item["score_details"] = {**hit.details, "fused": hit.score, "fusion": cfg.fusion}
-                if hit.id in graph.paths:
-                    item["score_details"]["graph"]["path"] = graph.paths[hit.id]
-            results.append(item)
-            if len(results) == k:
-                break
-        return {"results": results, "relations": []}
+        times = {name: _when(value, name) for name, value in (("as_of", as_of), ("since", since), ("until", until))}
+        if times["since"] and times["until"] and times["since"] >= times["until"]:
+            raise InvalidInputError("since must be before until")
+        req = SearchRequest(
+            scope=scope, text=text, k=self._positive(top_k, self.config.search.top_k, "top_k"),
+            flt=parse_filters(filters), threshold=self.config.search.threshold if threshold is None else threshold,
+            explain=explain, as_of=times["as_of"], since=times["since"], until=times["until"],
+        )
+        return run_search(self.store, self.embedder, lambda: self.ontology, self.config.search, req, self._reranker())
+
+    def _reranker(self) -> Reranker | None:
+        """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
+        name = self.config.search.reranker
+        if self._reranker_given is not None or name is None:
+            return self._reranker_given
+        if self._reranker_loaded is None or self._reranker_loaded.name != name:
+            from .search.rerank import CrossEncoderReranker
+
+            self._reranker_loaded = CrossEncoderReranker(name)
+        return self._reranker_loaded
 
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Analysts' read-only Cypher (Neo4j store). Any query that would write raises ``ReadOnlyError``.

@@ -50,9 +50,11 @@ def world(mem: Memory, **scope: Any) -> dict[str, str]:
     }
 
 
-def search(mem: Memory, query: str, weights: dict[str, float] | None = None, **scope: Any) -> dict[str, dict[str, Any]]:
+def search(mem: Memory, query: str, weights: dict[str, float] | None = None, scoring: str = "walk",
+           **scope: Any) -> dict[str, dict[str, Any]]:
+    """Walk scoring by default: these tests pin its exact path scores."""
     if weights is not None:
-        mem.config.search = SearchConfig(weights=weights)
+        mem.config.search = SearchConfig(weights=weights, graph_scoring=scoring)
     out = mem.search(query, explain=True, top_k=20, **scope)
     return {r["id"]: r for r in out["results"]}
 
@@ -135,7 +137,8 @@ def test_transitive_chain(mem: Memory, uid: str) -> None:
 
 def test_relation_weights_and_filters(mem: Memory, uid: str) -> None:
     ids = world(mem, user_id=uid)
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_relation_weights={"knows": 0.0})
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_relation_weights={"knows": 0.0},
+                                     graph_scoring="walk")
     hits = {r["id"] for r in mem.search("Bruno", user_id=uid, explain=True)["results"]
             if "graph" in r["score_details"]}
     assert ids["bjob"] in hits and ids["met"] not in hits and ids["home"] not in hits

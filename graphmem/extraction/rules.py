@@ -212,6 +212,7 @@ class RuleExtractor(Extractor):
     """
 
     name = "rules"
+    uses_known_memories = False
 
     def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
                  concepts: bool = True) -> None:

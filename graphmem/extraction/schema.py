@@ -91,6 +91,8 @@ class Extractor(ABC):
     """Turns one chunk into memories, entities and triples."""
 
     name: str
+    uses_known_memories: bool = True
+    """Whether ``extract`` reads ``context.memories``; when not, the pipeline skips that lookup."""
 
     @abstractmethod
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:

@@ -198,15 +198,21 @@ class GraphPlanner:
         self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
         default_time: datetime | None = None, provenance: Sequence[Sequence[str]] | None = None,
         replacing: str | None = None, aliases: dict[str, list[str]] | None = None,
+        mentions: Sequence[tuple[str, str | None, Sequence[str]]] = (),
     ) -> GraphPlan:
         """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own.
+
+        ``mentions``: (entity name, class or ``None``, ids of the memories naming it). Such an entity
+        is stored with its MENTIONS edges even when no accepted fact uses it: the graph search walks
+        memory -> entity -> memory, so a name two memories share links them. Only a class the ontology
+        knows is kept (nothing validates a mention-only entity's class).
 
         ``replacing``: a memory being re-linked after an update; facts only it supports are about to
         go, so they are neither context for the guard nor conflicts to close. ``aliases``: other names
         of an entity, keyed by the normalized name used in the triples.
         """
         result = GraphPlan()
-        if not triples:
+        if not triples and not mentions:
             return result
         onto = self.ontology
         kinds = [self._kind(t.relation) for t in triples]
@@ -220,6 +226,12 @@ class GraphPlanner:
                 names.setdefault(norm_name(name), name)
                 if typ:
                     declared.setdefault(norm_name(name), typ)
+        mentioned = [(name, onto.resolve_class(typ) if typ else None, ids) for name, typ, ids in mentions
+                     if norm_name(name)]
+        for name, cls, _ in mentioned:
+            names.setdefault(norm_name(name), name)
+            if cls:
+                declared.setdefault(norm_name(name), cls)
         resolver = _Resolver(self, scope, now, names, declared, aliases or {})
         supports = [list(p) for p in provenance] if provenance is not None else [list(memory_ids)] * len(triples)
         items: list[_Item] = []
@@ -244,13 +256,14 @@ class GraphPlanner:
         new_ids = resolver.new_ids
         entities = by_id
 
-        stored_ids = [i for i in by_id if i not in new_ids]
-        ctx = self.store.graph_context(scope, stored_ids)
+        ends = {e.id for it in items for e in (it.source, it.target) if e is not None}
+        stored_ids = [i for i in by_id if i in ends and i not in new_ids]  # not the mention-only ones
+        ctx = self.store.graph_context(scope, stored_ids) if stored_ids else GraphContext()
         if replacing is not None:
             ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
         groups, replaced = self._functional_groups(items, ctx)
         # The guard names entities by readable keys (its messages are read by people and LLMs).
-        known = {**ctx.entities, **by_id}
+        known = {**ctx.entities, **{i: e for i, e in by_id.items() if i in ends}}
         key = readable_keys(known.values())
         context = [self._triple(r, key) for r in ctx.relations if r.id not in replaced]
         types = {key[e.id]: list(e.classes) for e in known.values()}
@@ -263,6 +276,8 @@ class GraphPlanner:
         verdicts: list[Verdict | None] = [None] * len(items)
         fingerprint = ""
         for members in rounds:
+            if not members:
+                continue
             report = self.guard.check([self._guard_triple(items[i], key) for i in members], types, context,
                                       new_entities=fresh_keys)
             fingerprint = report.fingerprint
@@ -272,22 +287,27 @@ class GraphPlanner:
         self._settle(items, final, groups, ctx)
         result.verdicts = final
         used: set[str] = set()
-        mentions: set[tuple[str, str]] = set()
+        pairs: set[tuple[str, str]] = set()
         change = result.change
         for it, verdict in zip(items, final, strict=True):
             if verdict.accepted:
                 self._accept(it, scope, now, result)
-                ends = [e.id for e in (it.source, it.target) if e is not None]
-                used.update(ends)
-                mentions.update((m, e) for m in it.memory_ids for e in ends)
+                both = [e.id for e in (it.source, it.target) if e is not None]
+                used.update(both)
+                pairs.update((m, e) for m in it.memory_ids for e in both)
             else:
                 self._reject(it, verdict, scope, now, fingerprint, result)
+        for name, cls, ids in mentioned:
+            if ids:
+                ent = resolver.entity(name, cls, ())
+                used.add(ent.id)
+                pairs.update((m, ent.id) for m in ids)
         fresh = [e for i, e in entities.items() if i in new_ids and i in used]
         if fresh:
             vectors = resolver.vectors([e.name for e in fresh])
             change.entities = [NewEntity(e, v) for e, v in zip(fresh, vectors, strict=True)]
         change.entity_updates = [e for i, e in entities.items() if i in resolver.grown and i in used]
-        change.mentions = sorted(mentions)
+        change.mentions = sorted(pairs)
         return result
 
     # -- steps ------------------------------------------------------------------------------------

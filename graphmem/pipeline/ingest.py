@@ -74,6 +74,15 @@ class Fact:
 
 
 @dataclass
+class Mention:
+    """An extracted entity and the drafts whose text names it: a MENTIONS edge even without a fact."""
+
+    name: str
+    type: str | None
+    drafts: list[int]
+
+
+@dataclass
 class AddRequest:
     scope: Scope
     messages: list[Message]
@@ -82,6 +91,7 @@ class AddRequest:
     event_time: datetime | None
     triples: list[TripleInput]
     infer: bool
+    expires_at: datetime | None = None
 
 
 @dataclass
@@ -91,8 +101,14 @@ class _Extracted:
     chunks: list[str] = field(default_factory=list)
     counter: str = ""
     aliases: dict[str, list[str]] = field(default_factory=dict)
+    mentions: list[Mention] = field(default_factory=list)
     contexts: list[ExtractionContext] = field(default_factory=list)
     extractions: list[Extraction] = field(default_factory=list)
+
+
+def _word_pattern(name: str) -> re.Pattern[str]:
+    """``name`` as whole words, any case: "Ana" is in "Ana's dog", not in "Banana"."""
+    return re.compile(r"(?<!\w)" + re.escape(name.strip()) + r"(?!\w)", re.IGNORECASE)
 
 
 def render(message: Message, text: str) -> str:
@@ -136,8 +152,7 @@ class Ingestor:
         facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
         if extracted is not None:
             facts += extracted.facts
-        aliases = extracted.aliases if extracted is not None else {}
-        plan = self._plan(req, drafts, facts, now, aliases)
+        plan = self._plan(req, drafts, facts, now, extracted)
         if extracted is not None and plan.rejected and self.config.llm.repair:
             plan = self._repair(req, drafts, facts, plan, extracted, now)
         change = plan.change
@@ -166,7 +181,8 @@ class Ingestor:
         req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
         extracted = self._extract(req, [(message, text)], now)
         return self.planner().plan(scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time,
-                                   replacing=memory.id)
+                                   replacing=memory.id, aliases=extracted.aliases,
+                                   mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
 
     # -- steps ------------------------------------------------------------------------------------
     def _record(self, req: AddRequest, d: Draft, now: datetime) -> MemoryRecord:
@@ -174,6 +190,7 @@ class Ingestor:
             id=d.id or new_id(), memory=d.text, hash=text_hash(d.text), memory_type=d.memory_type,
             user_id=req.scope.user_id, agent_id=req.scope.agent_id, run_id=req.scope.run_id, role=d.role,
             actor_id=d.actor_id, metadata=req.metadata, created_at=now, event_time=d.event_time,
+            expires_at=req.expires_at,
         )
 
     def _deduplicate(self, scope: Scope, drafts: list[Draft], *, near: bool) -> list[Any]:
@@ -197,11 +214,14 @@ class Ingestor:
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime,
-              aliases: dict[str, list[str]] | None = None) -> GraphPlan:
+              extracted: _Extracted | None) -> GraphPlan:
         ids = [d.id or "" for d in drafts]
+        mentions = [(m.name, m.type, list(dict.fromkeys(ids[i] for i in m.drafts)))
+                    for m in (extracted.mentions if extracted is not None else [])]
         return self.planner().plan(
             req.scope, [f.triple for f in facts], [], now, req.event_time,
-            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts], aliases=aliases,
+            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
+            aliases=extracted.aliases if extracted is not None else None, mentions=mentions,
         )
 
     def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
@@ -229,8 +249,7 @@ class Ingestor:
         if not repaired:
             return first
         failed = {i for i, v in enumerate(first.verdicts) if not v.accepted}
-        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now,
-                            ex.aliases)
+        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now, ex)
         second.change.quarantine[:0] = first.change.quarantine
         second.change.events[:0] = [e for e in first.change.events if e.event is EventType.REJECT]
         second.rejected[:0] = first.rejected
@@ -249,7 +268,8 @@ class Ingestor:
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
                 ontology=self.planner().ontology, reference_time=reference, speakers=speakers,
-                memories=self._known_memories(req.scope, chunk, vec), entities=self._known_entities(req.scope, chunk),
+                memories=self._known_memories(req.scope, chunk, vec) if extractor.uses_known_memories else [],
+                entities=self._known_entities(req.scope, chunk),
             )
             result = extractor.extract(chunk, ctx)
             out.contexts.append(ctx)
@@ -284,6 +304,12 @@ class Ingestor:
             if e.aliases:
                 out.aliases.setdefault(canonical, []).extend(e.aliases)
         everything = list(range(first, first + count))
+        for e in result.entities:
+            forms = [_word_pattern(f) for f in (e.name, *e.aliases) if f.strip()]
+            named = [i for i in everything if any(p.search(out.drafts[i].text) for p in forms)]
+            if named:
+                name = rename.get(e.name, e.name)
+                out.mentions.append(Mention(name, types.get(norm_name(name)), named))
         for t in result.triples:
             src, tgt = rename.get(t.source, t.source), rename.get(t.target, t.target)
             try:

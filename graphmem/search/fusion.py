@@ -32,10 +32,12 @@ def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) ->
 
 def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig) -> list[Fused]:
     """Combine ranked per-signal hits (best first) into one list, best first, ties by id."""
-    weights = {s: cfg.weights.get(s, 0.0) for s in signals}
+    weights = {s: cfg.weights.get(s, 0.0) for s in signals if cfg.weights.get(s, 0.0) > 0}
     total = sum(weights.values()) or 1.0
     results: dict[str, Fused] = {}
     for signal, hits in signals.items():
+        if signal not in weights:  # weight 0: the signal neither scores nor brings candidates
+            continue
         norm = _normalize(signal, hits, cfg)
         for rank, (mid, raw) in enumerate(hits, start=1):
             rrf = cfg.fusion == "rrf"

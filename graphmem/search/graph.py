@@ -1,57 +1,62 @@
-"""The graph candidate generator: memories reached from the query's entities over typed facts.
+"""The graph signal: memories reached from the query's entities over mentions and typed facts.
 
-Application side, through the :class:`~graphmem.stores.base.Store` interface only, so both backends
-give the same ranking (a later single-Cypher version on Neo4j must reproduce it).
+The store fetches the query's neighbourhood in one read (:meth:`~graphmem.stores.base.Store.neighbourhood`,
+whose walk depends on counts only, never on scores); everything here is arithmetic on that
+:class:`~graphmem.stores.base.Subgraph`, so every backend gives the same ranking.
 
-Steps
------
-1. **Linking.** The query's 1-4 word n-grams are looked up as normalized entity names and aliases
-   (``find_entities(..., exact=False)``: every entity the read scope contains). At most
-   ``graph_max_seeds`` entities, longest n-grams first. Seeds score 1.
-2. **Relations named in the query.** The same n-grams are resolved with
-   :meth:`~graphmem.ontology.Ontology.resolve_relation` (labels, synonyms); a fact whose relation is
-   one of them, their inverse, or a sub-property of these is *boosted*.
-3. **Expansion**, one ``graph_context`` call per hop, up to ``graph_depth`` hops. Every fact is
-   traversable from its source; from its target too when the relation is symmetric, has an inverse
-   (the inverse is the same edge read backwards) or is transitive (reading a transitive chain
-   backwards computes the entailed facts that end at the entity we stand on).
-4. **Scoring.** Let ``w(f)`` be the relation weight (``graph_relation_weights``, default 1; a
-   relation without its own weight takes the first weighted super-property's; 0 ignores the
-   relation). Crossing ``f`` from a reached entity ``u`` gives::
+Two scorings (``search.graph_scoring``):
+
+``ppr`` (default): Personalized PageRank over the local graph of memories and entities, the idea of
+HippoRAG. Edges: memory <-> entity for each mention, and entity -> entity for each fact, also
+backwards when the relation is symmetric, has an inverse or is transitive (the ontology read at
+query time). A fact's weight is its relation weight (``graph_relation_weights``; a sub-property
+inherits its super-property's), times ``graph_relation_boost`` when the query names the relation.
+The walk restarts (probability ``graph_restart``) at the linked query entities, each weighted by its
+specificity ``1 / log2(1 + mentions)`` so a name every memory carries counts for little, and at the
+seed memories (the best vector and full-text hits), weighted ``graph_seed_weight`` times their
+normalized scores. A memory's graph score is its PageRank over the best memory's, in [0, 1].
+
+``walk``: the best path from a linked entity over typed facts only (the explainable part):
+
+1. Let ``w(f)`` be the relation weight. Crossing ``f`` from a reached entity ``u`` gives::
 
        step(f, u) = s(u) * w(f) * decay       (decay = graph_decay, default 0.5)
        step(f, u) = s(u) * w(f)                when f continues a chain of the same transitive
                                                relation in the same direction (no extra decay)
 
-   An entity's score ``s`` is the best ``step`` that reached it (seeds: 1), kept from the hop it was
-   first reached. A fact's score is the best ``step`` from either reached end (also from an end it
-   cannot be traversed from: the fact is still *about* that entity), except that a fact joining two
-   entities reached independently of it (neither one's best path ends with it) scores
-   ``max(s(u), s(v)) * w(f)``, without decay: such a fact connects two things the query is about.
-   A fact whose relation is named in the query (or is a sub-property of one, or the inverse of one)
-   has its score multiplied by ``graph_relation_boost``; the boost ranks facts, it does not carry
-   on to the entities beyond them. A memory's graph score is the best score of the facts it
-   supports (provenance ``memory_ids``), clipped to [0, 1]. Ties: memory id. Each hop expands at
-   most ``graph_max_frontier`` newly reached entities (the best-scored), so a hub cannot blow a
-   search up.
+   Every fact is traversable from its source; from its target too when the relation is symmetric,
+   has an inverse or is transitive (reading a transitive chain backwards computes the entailed
+   facts that end at the entity we stand on).
+2. An entity's score ``s`` is the best ``step`` that reached it (seeds: 1), kept from the hop it
+   was first reached. A fact's score is the best ``step`` from either reached end, except that a
+   fact joining two entities reached independently of it scores ``max(s(u), s(v)) * w(f)``. A fact
+   whose relation the query names is multiplied by ``graph_relation_boost`` (not carried beyond).
+3. A memory scores the best of the facts it supports, clipped to [0, 1]. Ties: memory id.
+
+Both scorings give each reached memory its best walk path for ``explain=True``; with ``ppr``, a
+memory reached only through a mention is explained by the entity it mentions.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models import Entity, Relation, Scope, norm_name
+import numpy as np
+
+from ..models import Relation, norm_name
+from ..stores.base import GraphQuery, Subgraph
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from datetime import datetime
 
     from ..config import SearchConfig
     from ..ontology import Ontology
-    from ..stores.base import Store
 
-__all__ = ["GraphResult", "GraphStep", "graph_candidates", "query_ngrams"]
+__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_ngrams"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -109,32 +114,32 @@ def _short(ontology: Ontology | None, iri: str) -> str:
     return info.name if info is not None else iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
+def graph_query(query: str, cfg: SearchConfig, as_of: datetime | None = None) -> GraphQuery:
+    """What to fetch for ``query``: its n-grams to link, and how far to walk."""
+    return GraphQuery(
+        keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
+        seed_memories=cfg.graph_seed_memories if cfg.graph_scoring == "ppr" else 0, depth=cfg.graph_depth,
+        max_frontier=cfg.graph_max_frontier, max_mentions=cfg.graph_max_mentions, as_of=as_of,
+    )
+
+
 def graph_candidates(
-    store: Store,
+    sub: Subgraph,
+    query: GraphQuery,
     ontology: Ontology | Callable[[], Ontology],
-    scope: Scope,
-    query: str,
     k: int,
     cfg: SearchConfig,
+    seeds: dict[str, float] | None = None,
 ) -> GraphResult:
-    """Top-``k`` memories by graph score (see the module docstring). ``ontology`` may be a callable
-    that loads it: it is only needed once some query entity is linked."""
+    """Top-``k`` memories of ``sub`` by graph score (see the module docstring). ``seeds``: memory id ->
+    score in [0, 1] of the seed memories. ``ontology`` may be a callable that loads it: it is only
+    needed once something was reached."""
     out = GraphResult()
-    grams = query_ngrams(query)
-    if not grams:
-        return out
-    found = store.find_entities(scope, grams, exact=False)
-    out.round_trips += 1
-    seeds: dict[str, Entity] = {}
-    for key in grams:  # longest first: "new york city" before "york"
-        e = found.get(key)
-        if e is not None and e.id not in seeds and len(seeds) < cfg.graph_max_seeds:
-            seeds[e.id] = e
-    if not seeds:
+    if not sub.entities:
         return out
     onto = ontology if not callable(ontology) else ontology()
     named: set[str] = set()
-    for key in grams:
+    for key in query.keys:
         iri = onto.resolve_relation(key)
         info = onto.relations.get(iri) if iri is not None else None
         if info is not None:  # "employs" also names worksFor facts read backwards
@@ -142,33 +147,63 @@ def graph_candidates(
                 if p is not None:
                     named.add(p)
                     named.update(onto.sub_properties(p))
-    out.linked = [e.name for e in seeds.values()]
+    out.linked = [sub.entities[e].name for e in sub.linked.values()]
     out.relations = sorted(named)
-    names: dict[str, str] = {e.id: e.name for e in seeds.values()}
-    reached: dict[str, _Reach] = {eid: _Reach(1.0, ()) for eid in seeds}
-    facts: dict[str, tuple[float, tuple[GraphStep, ...], Relation]] = {}
     weights = _weights(onto, cfg)
+    walked = _walk(sub, onto, cfg, weights, named)
+    if cfg.graph_scoring == "ppr":
+        scores = _ppr(sub, onto, cfg, weights, named, seeds or {})
+    else:
+        scores = {mid: score for mid, (score, _) in walked.items()}
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    out.hits = [(mid, score) for mid, score in ranked if score > 0]
+    names = {eid: e.name for eid, e in sub.entities.items()}
+    mentioned: dict[str, str] = {}
+    for mid, eid in sub.mentions:
+        if eid in sub.linked.values() and mid not in mentioned:
+            mentioned[mid] = names[eid]
+    for mid, score in out.hits:
+        if mid in walked:
+            path = walked[mid][1]
+            out.paths[mid] = {"score": score, "hops": len(path), "path": [s.as_dict() for s in path],
+                              "text": _render(path)}
+        elif mid in mentioned:
+            out.paths[mid] = {"score": score, "hops": 0, "path": [], "text": f"mentions {mentioned[mid]}"}
+    return out
 
-    def boost(rel: Relation) -> float:
-        return cfg.graph_relation_boost if rel.relation in named else 1.0
 
-    frontier = list(seeds)
+def _both_ways(onto: Ontology, iri: str) -> tuple[bool, bool]:
+    info = onto.relations.get(iri)
+    if info is None:
+        return False, False
+    return info.symmetric or info.inverse is not None or info.transitive, info.transitive
+
+
+def _walk(
+    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str]
+) -> dict[str, tuple[float, tuple[GraphStep, ...]]]:
+    """Memory id -> (best path score, path) over typed facts, from the linked entities."""
+    by_entity: dict[str, list[Relation]] = {}
+    for rel in sub.relations:
+        by_entity.setdefault(rel.source_id, []).append(rel)
+        if rel.target_id is not None and rel.target_id != rel.source_id:
+            by_entity.setdefault(rel.target_id, []).append(rel)
+    names = {eid: e.name for eid, e in sub.entities.items()}
+    reached: dict[str, _Reach] = {eid: _Reach(1.0, ()) for eid in sub.linked.values()}
+    facts: dict[str, tuple[float, tuple[GraphStep, ...], Relation]] = {}
+    frontier = list(sub.linked.values())
     for _hop in range(cfg.graph_depth):
         if not frontier:
             break
-        ctx = store.graph_context(scope, frontier)
-        out.round_trips += 1
-        names.update({eid: e.name for eid, e in ctx.entities.items()})
         here = set(frontier)
+        touching = {r.id: r for eid in frontier for r in by_entity.get(eid, ())}
         nxt: dict[str, _Reach] = {}
-        for rel in ctx.relations:
-            info = onto.relations.get(rel.relation)
-            both_ways = info is not None and (info.symmetric or info.inverse is not None or info.transitive)
-            transitive = info is not None and info.transitive
+        for rel in sorted(touching.values(), key=lambda r: r.id):
+            both_ways, transitive = _both_ways(onto, rel.relation)
             w = weights(rel.relation)
             if w <= 0:  # weight 0: the relation is ignored
                 continue
-            b = boost(rel)
+            b = cfg.graph_relation_boost if rel.relation in named else 1.0
             src, tgt = rel.source_id, rel.target_id
             ends = [(src, tgt, "forward", True)]
             if tgt is not None:
@@ -201,23 +236,76 @@ def graph_candidates(
                     facts[rel.id] = (best[0], best[1], rel)
         reached.update(nxt)
         frontier = sorted(nxt, key=lambda eid: (-nxt[eid].score, eid))[: cfg.graph_max_frontier]
-
     memories: dict[str, tuple[float, tuple[GraphStep, ...]]] = {}
     for score, path, rel in facts.values():
         for mid in rel.memory_ids:
             have = memories.get(mid)
             if have is None or _better(min(1.0, score), path, *have):
                 memories[mid] = (min(1.0, score), path)
-    ranked = sorted(memories.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
-    out.hits = [(mid, score) for mid, (score, _) in ranked]
-    for mid, (score, path) in ranked:
-        out.paths[mid] = {
-            "score": score,
-            "hops": len(path),
-            "path": [s.as_dict() for s in path],
-            "text": _render(path),
-        }
-    return out
+    return memories
+
+
+def _ppr(
+    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str],
+    seeds: dict[str, float],
+) -> dict[str, float]:
+    """Memory id -> Personalized PageRank over the subgraph, divided by the best memory's."""
+    entity_ids = sorted(sub.entities)
+    memory_ids = sorted({m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
+                        | set(seeds))
+    index = {eid: i for i, eid in enumerate(entity_ids)}
+    first_memory = len(entity_ids)
+    index.update({mid: first_memory + i for i, mid in enumerate(memory_ids)})
+    src: list[int] = []
+    dst: list[int] = []
+    wts: list[float] = []
+
+    def edge(a: str, b: str, w: float) -> None:
+        src.append(index[a])
+        dst.append(index[b])
+        wts.append(w)
+
+    for mid, eid in sub.mentions:
+        if eid in index:
+            edge(mid, eid, 1.0)
+            edge(eid, mid, 1.0)
+    for rel in sub.relations:
+        if rel.target_id is None or rel.target_id not in index or rel.source_id not in index:
+            continue
+        w = weights(rel.relation) * (cfg.graph_relation_boost if rel.relation in named else 1.0)
+        if w <= 0:
+            continue
+        edge(rel.source_id, rel.target_id, w)
+        if _both_ways(onto, rel.relation)[0]:
+            edge(rel.target_id, rel.source_id, w)
+    n = len(index)
+    restart = np.zeros(n)
+    for eid in sub.linked.values():
+        restart[index[eid]] += 1.0 / math.log2(2 + sub.degree.get(eid, 0))
+    for mid, score in seeds.items():
+        if score > 0:
+            restart[index[mid]] += cfg.graph_seed_weight * score
+    if restart.sum() <= 0 or not memory_ids:
+        return {}
+    restart /= restart.sum()
+    s_idx, d_idx, w_arr = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(wts)
+    out_weight = np.bincount(s_idx, weights=w_arr, minlength=n)
+    share = w_arr / out_weight[s_idx] if len(w_arr) else w_arr
+    alpha = cfg.graph_restart
+    rank = restart.copy()
+    for _ in range(50):
+        moving = rank * (out_weight > 0)
+        spread = np.bincount(d_idx, weights=moving[s_idx] * share, minlength=n)
+        new = alpha * restart + (1 - alpha) * (spread + restart * float(rank[out_weight == 0].sum()))
+        done = float(np.abs(new - rank).sum()) < 1e-9
+        rank = new
+        if done:
+            break
+    mem_rank = rank[first_memory:]
+    top = float(mem_rank.max())
+    if top <= 0:
+        return {}
+    return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
 
 
 def _better(score: float, path: tuple[GraphStep, ...], other: float, other_path: tuple[GraphStep, ...]) -> bool:

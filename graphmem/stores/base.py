@@ -118,6 +118,53 @@ class GraphContext:
 
 
 @dataclass(frozen=True)
+class GraphQuery:
+    """What the graph signal needs fetched around a query, in the same read as the candidates.
+
+    The walk is fixed by these numbers alone (never by scores), so every backend fetches the same
+    subgraph and the scorer (:mod:`graphmem.search.graph`) gives the same ranking on all of them.
+    """
+
+    keys: tuple[str, ...]
+    """Normalized query n-grams, longest first: each is looked up as an entity name or alias."""
+    max_seeds: int = 16
+    """Linked entities kept, in key order (one entity per key, the oldest when several share it)."""
+    seed_memories: int = 0
+    """The best this-many vector hits and full-text hits also seed the walk with their entities."""
+    depth: int = 2
+    """Fact hops from the seeds."""
+    max_frontier: int = 64
+    """Entities expanded per hop: linked ones first, then the least mentioned (rare names are the
+    specific ones), then by id."""
+    max_mentions: int = 32
+    """Memories fetched per reached entity (by memory id): a hub cannot flood the result."""
+    as_of: datetime | None = None
+    """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
+
+
+@dataclass
+class Subgraph:
+    """The neighbourhood of a query: what :meth:`Store.neighbourhood` returns."""
+
+    linked: dict[str, str] = field(default_factory=dict)
+    """Query key -> linked entity id, in key order."""
+    seeds: list[str] = field(default_factory=list)
+    """Entities the seed memories mention (ids, sorted)."""
+    entities: dict[str, Entity] = field(default_factory=dict)
+    """Every reached entity (linked, seeded, through facts)."""
+    relations: list[Relation] = field(default_factory=list)
+    """Facts touching the expanded entities, sorted by id."""
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    """(memory id, entity id): up to ``max_mentions`` memories of each reached entity, and every
+    entity of the seed memories; sorted, no repeats."""
+    degree: dict[str, int] = field(default_factory=dict)
+    """Reached entity id -> how many memories mention it."""
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    """The memories of ``mentions`` and of the facts' provenance that pass the scope and the filter:
+    fetched in the same read so that a memory only the graph found costs no extra round trip."""
+
+
+@dataclass(frozen=True)
 class StoreInfo:
     """Facts about an opened store, recorded at creation so a mismatched embedder is caught."""
 
@@ -125,6 +172,11 @@ class StoreInfo:
     location: str
     embedder: str
     dims: int
+
+
+def seed_ids(cands: Candidates, n: int) -> list[str]:
+    """The best ``n`` vector hits, then the best ``n`` full-text hits not among them."""
+    return list(dict.fromkeys([i for i, _ in cands.vector[:n]] + [i for i, _ in cands.fulltext[:n]]))
 
 
 class Store(ABC):
@@ -217,6 +269,32 @@ class Store(ABC):
     @abstractmethod
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         """The given entities (in scope) and every open fact touching them."""
+
+    @abstractmethod
+    def neighbourhood(
+        self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
+    ) -> Subgraph:
+        """The subgraph around a query (see :class:`GraphQuery` for the walk), in one round trip.
+
+        Expansion: the linked entities and those ``seed_memories`` mention form the first frontier;
+        each hop takes the facts touching the frontier (both directions) and makes their unseen ends
+        the next frontier. Each frontier is cut to ``max_frontier`` entities in the stated order.
+        """
+
+    def search(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+        graph: GraphQuery | None,
+    ) -> tuple[Candidates, Subgraph]:
+        """Candidates and, with ``graph``, the neighbourhood seeded by the best of them.
+
+        This default makes two calls; a server store overrides it with one round trip.
+        """
+        cands = self.candidates(scope, flt, vector, text, k)
+        if graph is None:
+            return cands, Subgraph()
+        sub = self.neighbourhood(scope, graph, seed_ids(cands, graph.seed_memories), flt)
+        cands.round_trips += 1
+        return cands, sub
 
     @abstractmethod
     def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:

@@ -32,14 +32,17 @@ from . import sqlite_graph as graph
 from .base import (
     Candidates,
     GraphContext,
+    GraphQuery,
     GraphWrite,
     MemoryPatch,
     NewMemory,
     Store,
     StoreInfo,
+    Subgraph,
     Vector,
     WriteResult,
     merge_patch,
+    seed_ids,
 )
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
 from .text import fts5_query
@@ -239,6 +242,26 @@ class _VectorCache:
                     self._remove(rowid)
         self.seq = top
 
+    def _scope_slots(self, scope: Scope) -> Any:
+        """Slots of the live rows in ``scope`` (an int array, maybe empty)."""
+        mask = self.rowids >= 0
+        for field, value in enumerate((scope.user_id, scope.agent_id, scope.run_id)):
+            if value is not None:
+                code = self.codes[field].get(value)
+                if code is None:
+                    return np.zeros(0, dtype=np.int64)
+                mask &= self.scope_codes[:, field] == code
+        return np.flatnonzero(mask)
+
+    def nearest(self, scope: Scope, rows: Vector) -> list[tuple[str, float] | None]:
+        """The best row in ``scope`` for each query row, with one matrix product for all of them."""
+        slots = self._scope_slots(scope)
+        if len(slots) == 0:
+            return [None] * len(rows)
+        scores = self.matrix[slots] @ np.asarray(rows, dtype=np.float32).T  # (slots, queries)
+        best = scores.argmax(axis=0)
+        return [(str(self.ids[int(slots[b])]), float(scores[b, q])) for q, b in enumerate(best)]
+
     def search(self, scope: Scope, query: Vector, k: int, rowids: set[int] | None) -> list[tuple[str, float]]:
         """Exact cosine top-k within ``scope`` (and among ``rowids`` when a filter chose them)."""
         if not self.slot_of:
@@ -247,16 +270,9 @@ class _VectorCache:
             slots = np.fromiter((self.slot_of[r] for r in rowids if r in self.slot_of), dtype=np.int64)
             scores = self.matrix[slots] @ query
         else:
-            mask = self.rowids >= 0
-            for field, value in enumerate((scope.user_id, scope.agent_id, scope.run_id)):
-                if value is not None:
-                    code = self.codes[field].get(value)
-                    if code is None:
-                        return []
-                    mask &= self.scope_codes[:, field] == code
-            slots = np.flatnonzero(mask)
+            slots = self._scope_slots(scope)
             # a gather copies the rows; when the scope is most of the matrix, scoring all is cheaper
-            scores = (self.matrix @ query)[slots] if 4 * len(slots) > len(mask) else self.matrix[slots] @ query
+            scores = (self.matrix @ query)[slots] if 4 * len(slots) > len(self.rowids) else self.matrix[slots] @ query
         if len(slots) == 0:
             return []
         take = min(k, len(slots))
@@ -274,6 +290,7 @@ class SQLiteStore(Store):
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._vec: _VectorCache | None = None
+        self._entity_vectors = graph.EntityVectors()
         self._closed = False
 
     # -- connections and transactions -------------------------------------------------------------
@@ -489,7 +506,42 @@ class SQLiteStore(Store):
 
     def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
         with self._read() as conn:
-            return graph.similar_entities(conn, scope, vectors)
+            return self._entity_vectors.similar(conn, scope, vectors)
+
+    def neighbourhood(
+        self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
+    ) -> Subgraph:
+        with self._read() as conn:
+            return self._neighbourhood(conn, scope, query, seed_memories, flt)
+
+    def _neighbourhood(
+        self, conn: sqlite3.Connection, scope: Scope, query: GraphQuery, seed_memories: Sequence[str],
+        flt: Filter | None,
+    ) -> Subgraph:
+        sub = graph.neighbourhood(conn, scope, query, seed_memories)
+        ids = sorted({m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids})
+        where, params = scope_sql(scope, indexed=False)
+        fsql, fparams = filter_sql(flt)
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id IN ({','.join('?' * len(part))}) "
+                f"AND {where} AND {fsql}", [*part, *params, *fparams]
+            ):
+                sub.records[row["id"]] = _record(row)
+        return sub
+
+    def search(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+        graph_query: GraphQuery | None,
+    ) -> tuple[Candidates, Subgraph]:
+        """Both reads in one transaction: the neighbourhood sees the snapshot the candidates came from."""
+        with self._read() as conn:
+            cands = self._candidates(conn, scope, flt, vector, text, k)
+            if graph_query is None:
+                return cands, Subgraph()
+            sub = self._neighbourhood(conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
+            return cands, sub
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         with self._read() as conn:
@@ -565,8 +617,7 @@ class SQLiteStore(Store):
         rows = np.asarray(vectors, dtype=np.float32).reshape(-1, self._vec.dims)
         with self._read() as conn, self._vec.lock:
             self._vec.refresh(conn)
-            hits = [self._vec.search(scope, row, 1, None) for row in rows]
-        return [h[0] if h else None for h in hits]
+            return self._vec.nearest(scope, rows)
 
     def count(self, scope: Scope | None = None) -> int:
         where, params = scope_sql(scope) if scope else ("1", [])
@@ -638,20 +689,26 @@ class SQLiteStore(Store):
     def candidates(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
     ) -> Candidates:
+        with self._read() as conn:
+            return self._candidates(conn, scope, flt, vector, text, k)
+
+    def _candidates(
+        self, conn: sqlite3.Connection, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None,
+        k: int,
+    ) -> Candidates:
         if self._vec is None:
             raise StoreError("store not opened: call open() first")
         out = Candidates()
-        with self._read() as conn:
-            if vector is not None:
-                out.vector = self._vector_hits(conn, scope, flt, np.asarray(vector, dtype=np.float32), k)
-            match = fts5_query(text) if text else None
-            if match:
-                out.fulltext = self._fulltext_hits(conn, match, scope, flt, k)
-            ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
-            for i in range(0, len(ids), 500):
-                part = ids[i : i + 500]
-                for row in conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})", part
-                ):
-                    out.records[row["id"]] = _record(row)
+        if vector is not None:
+            out.vector = self._vector_hits(conn, scope, flt, np.asarray(vector, dtype=np.float32), k)
+        match = fts5_query(text) if text else None
+        if match:
+            out.fulltext = self._fulltext_hits(conn, match, scope, flt, k)
+        ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})", part
+            ):
+                out.records[row["id"]] = _record(row)
         return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..models import Entity, QuarantineEntry, Relation, Scope, iso, norm_name
-from .base import GraphContext, GraphWrite, WriteResult
+from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
@@ -257,17 +258,123 @@ def find_entities(
     return out
 
 
-def similar_entities(conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
-    """Exact cosine against the scope's entity name embeddings (a scope's entities fit in memory)."""
-    where, params = exact_scope_sql(scope, alias="e")
-    rows = conn.execute(f"SELECT e.* FROM entities e WHERE {where} AND e.embedding IS NOT NULL", params).fetchall()
-    queries = np.asarray(vectors, dtype=np.float32).reshape(-1, np.asarray(vectors).shape[-1])
-    if not rows:
-        return [None] * len(queries)
-    matrix = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
-    scores = queries @ matrix.T
-    best = scores.argmax(axis=1)
-    return [(_entity(rows[int(j)]), float(scores[i, j])) for i, j in enumerate(best)]
+class EntityVectors:
+    """Entity name embeddings per exact scope, kept in memory between writes.
+
+    Resolution asks for the closest entity on every write, so reloading a scope's entities each time
+    made ingest quadratic. Embeddings are never updated in place and rowids only grow, so a scope's
+    rows are appended while its count agrees, and reloaded when it does not (a delete happened).
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._scopes: dict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = {}
+
+    def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
+        """Exact cosine against the scope's entity name embeddings."""
+        queries = np.asarray(vectors, dtype=np.float32)
+        queries = queries.reshape(-1, queries.shape[-1])
+        where, params = exact_scope_sql(scope, alias="e")
+        have = "e.embedding IS NOT NULL"
+        top, count = conn.execute(f"SELECT max(e.rowid), count(*) FROM entities e WHERE {where} AND {have}",
+                                  params).fetchone()
+        if not count:
+            return [None] * len(queries)
+        key = (scope.user_id, scope.agent_id, scope.run_id)
+        with self.lock:
+            seen, n, matrix, rowids = self._scopes.get(key, (0, 0, np.zeros((0, queries.shape[1]), np.float32), []))
+            rows = conn.execute(f"SELECT e.rowid, e.embedding FROM entities e WHERE {where} AND {have} "
+                                "AND e.rowid > ? ORDER BY e.rowid", [*params, seen]).fetchall()
+            if n + len(rows) != count:  # some were deleted: start over
+                seen, n, matrix, rowids = 0, 0, matrix[:0], []
+                rows = conn.execute(f"SELECT e.rowid, e.embedding FROM entities e WHERE {where} AND {have} "
+                                    "ORDER BY e.rowid", params).fetchall()
+            if rows:
+                matrix = np.vstack([matrix, *(np.frombuffer(r[1], dtype=np.float32)[None, :] for r in rows)])
+                rowids = [*rowids, *(int(r[0]) for r in rows)]
+            self._scopes[key] = (int(top), count, matrix, rowids)
+        scores = queries @ matrix.T
+        best = scores.argmax(axis=1)
+        wanted = sorted({rowids[int(j)] for j in best})
+        found = {int(r["rowid"]): _entity(r) for r in conn.execute(
+            f"SELECT e.rowid, e.* FROM entities e WHERE e.rowid IN ({_marks(len(wanted))})", wanted)}
+        if len(found) < len(wanted):  # deletes and inserts that kept the count: reload once
+            with self.lock:
+                self._scopes.pop(key, None)
+            return self.similar(conn, scope, vectors)
+        return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
+
+
+def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str]) -> Subgraph:
+    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction."""
+    out = Subgraph()
+    where, params = scope_sql(scope, alias="e", indexed=False)
+    linked = find_entities(conn, scope, list(q.keys), exact=False) if q.keys else {}
+    for key in q.keys:
+        e = linked.get(key)
+        if e is not None and e.id not in out.linked.values() and len(out.linked) < q.max_seeds:
+            out.linked[key] = e.id
+            out.entities[e.id] = e
+    if seed_memories:
+        ids = list(dict.fromkeys(seed_memories))
+        pairs = conn.execute(
+            f"SELECT x.memory_id, x.entity_id FROM mentions x JOIN entities e ON e.id = x.entity_id "
+            f"WHERE x.memory_id IN ({_marks(len(ids))}) AND {where}", [*ids, *params]).fetchall()
+        out.seeds = sorted({e for _, e in pairs})
+        out.mentions = [(m, e) for m, e in pairs]
+    _fetch_entities(conn, scope, out, out.seeds)
+    _degrees(conn, out, list(out.entities))
+    first = list(out.linked.values()) + sorted((i for i in out.seeds if i not in out.linked.values()),
+                                                key=lambda i: (out.degree.get(i, 0), i))
+    frontier = first[: q.max_frontier]
+    valid, vparams = (("r.valid_to IS NULL", []) if q.as_of is None else
+                      ("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)",
+                       [iso(q.as_of)] * 2))
+    facts: dict[str, Relation] = {}
+    for _ in range(q.depth):
+        if not frontier:
+            break
+        marks = _marks(len(frontier))
+        rwhere, rparams = scope_sql(scope, alias="r", indexed=False)
+        found = _relations(conn, f"{valid} AND (r.source_id IN ({marks}) OR r.target_id IN ({marks})) AND {rwhere}",
+                           [*vparams, *frontier, *frontier, *rparams])
+        fresh: list[str] = []
+        for rel in found:
+            facts.setdefault(rel.id, rel)
+            for end in (rel.source_id, rel.target_id):
+                if end is not None and end not in out.entities and end not in fresh:
+                    fresh.append(end)
+        _fetch_entities(conn, scope, out, fresh)
+        fresh = [i for i in fresh if i in out.entities]  # in scope
+        _degrees(conn, out, fresh)
+        frontier = sorted(fresh, key=lambda i: (out.degree.get(i, 0), i))[: q.max_frontier]
+    out.relations = sorted((r for r in facts.values() if r.source_id in out.entities
+                            and (r.target_id is None or r.target_id in out.entities)), key=lambda r: r.id)
+    for eid in sorted(out.entities):
+        out.mentions.extend((m, eid) for (m,) in conn.execute(
+            "SELECT memory_id FROM mentions WHERE entity_id = ? ORDER BY memory_id LIMIT ?", (eid, q.max_mentions)))
+    out.mentions = sorted(set(out.mentions))
+    return out
+
+
+def _fetch_entities(conn: sqlite3.Connection, scope: Scope, out: Subgraph, ids: Sequence[str]) -> None:
+    todo = [i for i in ids if i not in out.entities]
+    where, params = scope_sql(scope, alias="e", indexed=False)
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        for row in conn.execute(f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(part))}) AND {where}",
+                                [*part, *params]):
+            out.entities[row["id"]] = _entity(row)
+
+
+def _degrees(conn: sqlite3.Connection, out: Subgraph, ids: Sequence[str]) -> None:
+    todo = [i for i in ids if i not in out.degree]
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        out.degree.update({part_id: 0 for part_id in part})
+        out.degree.update(dict(conn.execute(
+            f"SELECT entity_id, count(*) FROM mentions WHERE entity_id IN ({_marks(len(part))}) GROUP BY entity_id",
+            part).fetchall()))
 
 
 def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:

@@ -1,0 +1,135 @@
+"""The read path: one store read, then scoring, fusion, time rules and the optional reranker.
+
+Every backend answers :meth:`~graphmem.stores.base.Store.search` (on Neo4j one Cypher round trip;
+on SQLite one read transaction) with the vector and full-text candidates and the query's
+neighbourhood; everything after that is arithmetic here, shared by all backends, which is why they
+rank alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..filters import And, Filter
+from ..filters import parse as parse_filters
+from ..models import MemoryRecord, Scope, iso, utcnow
+from .fusion import fuse
+from .graph import GraphResult, graph_candidates, graph_query
+
+if TYPE_CHECKING:
+    from ..config import SearchConfig
+    from ..embedding import Embedder
+    from ..ontology import Ontology
+    from ..stores.base import Store
+    from .rerank import Reranker
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    scope: Scope
+    text: str
+    k: int
+    flt: Filter | None = None
+    threshold: float | None = None
+    explain: bool = False
+    as_of: datetime | None = None
+    """Rank what was known then: memories created by then and not yet expired, facts valid then."""
+    since: datetime | None = None
+    until: datetime | None = None
+    """Time window on the memory's time: ``event_time``, else ``created_at``."""
+    now: datetime | None = None
+
+
+def time_window(since: datetime | None, until: datetime | None) -> Filter | None:
+    """The filter of a time window: an event inside it, or no event time and created inside it."""
+    if since is None and until is None:
+        return None
+
+    def inside(field: str) -> dict[str, Any]:
+        bounds = {op: iso(t) for op, t in (("gte", since), ("lt", until)) if t is not None}
+        return {field: bounds}
+
+    return parse_filters({"OR": [inside("event_time"), {"AND": [{"event_time": None}, inside("created_at")]}]})
+
+
+def decay_factor(record: MemoryRecord, now: datetime, cfg: SearchConfig) -> float:
+    """``0.5 ** (age / half-life)`` for the memory's type, floored at ``decay_floor``; 1 when its type
+    has no half-life (procedural knowledge usually should not fade)."""
+    half_life = cfg.decay_half_life_days.get(record.memory_type.value)
+    if not half_life:
+        return 1.0
+    age_days = max(0.0, (now - (record.event_time or record.created_at)).total_seconds() / 86_400)
+    return max(cfg.decay_floor, math.pow(0.5, age_days / half_life))
+
+
+def run_search(
+    store: Store,
+    embedder: Embedder,
+    ontology: Callable[[], Ontology],
+    cfg: SearchConfig,
+    req: SearchRequest,
+    reranker: Reranker | None = None,
+) -> dict[str, Any]:
+    """Rank the scope's memories for ``req`` (see ``Memory.search``)."""
+    vector = embedder.embed_one(req.text)
+    usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
+    window = time_window(req.since, req.until)
+    flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
+    n = req.k * cfg.overfetch
+    gq = graph_query(req.text, cfg, req.as_of) if cfg.weights.get("graph", 0.0) > 0 else None
+    cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
+    signals = {"vector": cands.vector, "fulltext": cands.fulltext}
+    records = {**sub.records, **cands.records}
+    graph = GraphResult()
+    if gq is not None:
+        seeds = {f.id: f.score for f in fuse(signals, cfg)[: cfg.graph_seed_memories]}
+        top = max(seeds.values(), default=0.0)
+        seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
+        graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)
+        signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
+    now = req.now or utcnow()
+    ranked: list[tuple[float, Any]] = []
+    for hit in fuse(signals, cfg):
+        rec = records[hit.id]
+        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now):
+            continue
+        if req.as_of is not None and rec.created_at > req.as_of:
+            continue
+        factor = decay_factor(rec, req.as_of or now, cfg)
+        ranked.append((hit.score * factor, (hit, rec, factor)))
+    ranked.sort(key=lambda item: (-item[0], item[1][0].id))
+    reranked: dict[str, float] = {}
+    if reranker is not None and ranked:
+        head = ranked[: cfg.rerank_top_n]
+        reranked = dict(zip((h[1][0].id for h in head), reranker.score(req.text, [h[1][1].memory for h in head]),
+                            strict=True))
+        order = sorted(head, key=lambda h: (-reranked[h[1][0].id], -h[0], h[1][0].id))
+        ranked = order + ranked[cfg.rerank_top_n :]
+    results = []
+    for score, (hit, rec, factor) in ranked:
+        if req.threshold is not None and score < req.threshold:
+            continue
+        item = {**rec.public(), "score": score}
+        if req.explain:
+            details: dict[str, Any] = {**hit.details, "fused": hit.score, "fusion": cfg.fusion}
+            if factor != 1.0:
+                details["decay"] = factor
+            if hit.id in reranked:
+                details["rerank"] = reranked[hit.id]
+            if "graph" in details and hit.id in graph.paths:
+                details["graph"]["path"] = graph.paths[hit.id]
+            item["score_details"] = details
+        results.append(item)
+        if len(results) == req.k:
+            break
+    out: dict[str, Any] = {"results": results, "relations": []}
+    if req.explain:
+        out["round_trips"] = cands.round_trips
+        if gq is not None:
+            out["graph"] = {"linked": graph.linked, "relations": graph.relations,
+                            "entities": len(sub.entities), "facts": len(sub.relations), "mentions": len(sub.mentions)}
+    return out

@@ -1,0 +1,152 @@
+"""Search options on both backends: as_of, time windows, expiry, decay, reranker, PPR graph scoring."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from graphmem import Memory
+from graphmem.config import SearchConfig
+from graphmem.errors import InvalidInputError
+
+GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
+
+
+def ids(out: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in out["results"]]
+
+
+def lives(city: str) -> dict[str, str]:
+    return {"source": "Ana", "relation": "livesIn", "target": city, "source_type": "Person", "target_type": "City"}
+
+
+def test_as_of_ranks_what_was_known_then(mem: Memory, uid: str) -> None:
+    old = mem.add("Moved for a new job", infer=False, user_id=uid, triples=[lives("Beijing")])["results"][0]["id"]
+    time.sleep(0.01)
+    between = datetime.now(UTC)
+    time.sleep(0.01)
+    new = mem.add("Moved again, closer to family", infer=False, user_id=uid,
+                  triples=[lives("Shanghai")])["results"][0]["id"]
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_scoring="walk")
+    now = mem.search("Where does Ana live?", user_id=uid, explain=True)
+    assert ids(now) == [new]  # the Beijing fact was closed by the move: no longer walked
+    then = mem.search("Where does Ana live?", user_id=uid, as_of=between, explain=True)
+    assert ids(then) == [old]  # the Shanghai memory did not exist yet; the Beijing fact was valid
+    path = then["results"][0]["score_details"]["graph"]["path"]["text"]
+    assert path == "Ana -[livesIn]-> Beijing"
+    assert ids(mem.search("Where does Ana live?", user_id=uid, as_of="2001-01-01")) == []
+
+
+def test_time_window_uses_event_time_else_created_at(mem: Memory, uid: str) -> None:
+    jan = mem.add("Went skiing in the Alps", infer=False, user_id=uid, timestamp="2024-01-05T10:00:00Z")
+    mar = mem.add("Went skiing in Norway", infer=False, user_id=uid, timestamp="2024-03-10T10:00:00Z")
+    untimed = mem.add("Went skiing indoors", infer=False, user_id=uid)
+    first = {k: v["results"][0]["id"] for k, v in (("jan", jan), ("mar", mar), ("untimed", untimed))}
+    march = mem.search("skiing", user_id=uid, since="2024-03-01", until="2024-04-01")
+    assert ids(march) == [first["mar"]]
+    recent = mem.search("skiing", user_id=uid, since=datetime.now(UTC) - timedelta(days=1))
+    assert ids(recent) == [first["untimed"]]
+    assert set(ids(mem.search("skiing", user_id=uid, until="2024-03-01"))) == {first["jan"]}
+    with pytest.raises(InvalidInputError):
+        mem.search("skiing", user_id=uid, since="2024-04-01", until="2024-03-01")
+
+
+def test_expired_memories_are_not_returned(mem: Memory, uid: str) -> None:
+    added = datetime.now(UTC)
+    gone = mem.add("The door code is 4812", infer=False, user_id=uid,
+                   expires_at=added + timedelta(hours=1))["results"][0]["id"]
+    kept = mem.add("The door code changes monthly", infer=False, user_id=uid)["results"][0]["id"]
+    assert set(ids(mem.search("door code", user_id=uid))) == {gone, kept}
+    assert ids(mem.search("door code", user_id=uid, as_of=added + timedelta(hours=2))) == [kept]
+    assert mem.get(gone, user_id=uid)["expires_at"]  # expired is not deleted
+    with pytest.raises(InvalidInputError):
+        mem.add("too late", infer=False, user_id=uid, expires_at="2001-01-01")
+
+
+def test_decay_by_type_and_age(mem: Memory, uid: str) -> None:
+    now = datetime.now(UTC)
+    old = mem.add("Had coffee with Rui", infer=False, user_id=uid, memory_type="episodic",
+                  timestamp=now - timedelta(days=60))["results"][0]["id"]
+    fresh = mem.add("Had coffee with Rui", infer=False, user_id=f"{uid}-b", memory_type="episodic",
+                    timestamp=now)["results"][0]["id"]
+    rule = mem.add("Had coffee with Rui", infer=False, user_id=f"{uid}-c", memory_type="procedural",
+                   timestamp=now - timedelta(days=60))["results"][0]["id"]
+    mem.config.search = SearchConfig(decay_half_life_days={"episodic": 30}, decay_floor=0.1)
+
+    def top(user: str) -> dict[str, Any]:
+        out: dict[str, Any] = mem.search("coffee with Rui", user_id=user, explain=True)["results"][0]
+        return out
+
+    a, b, c = top(uid), top(f"{uid}-b"), top(f"{uid}-c")
+    assert (a["id"], b["id"], c["id"]) == (old, fresh, rule)
+    assert a["score_details"]["decay"] == pytest.approx(0.25, rel=1e-3)  # two half-lives
+    assert a["score"] == pytest.approx(b["score"] * 0.25, rel=1e-3)
+    assert "decay" not in c["score_details"] and c["score"] == pytest.approx(b["score"], rel=1e-6)
+    mem.config.search = SearchConfig(decay_half_life_days={"episodic": 1}, decay_floor=0.3)
+    assert top(uid)["score_details"]["decay"] == pytest.approx(0.3)
+
+
+class ByLength:
+    """A reranker that prefers short texts: an order no fused score would give."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.calls += 1
+        return [-float(len(t)) for t in texts]
+
+
+def test_reranker_reorders_the_head(backend: str, tmp_path: Any, uid: str) -> None:
+    from graphmem import MemoryConfig
+    from graphmem.embedding import HashingEmbedder
+
+    from .conftest import make_config
+
+    ranker = ByLength()
+    mem = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384), reranker=ranker)
+    try:
+        texts = ["tea is a drink made from leaves, loved in many countries for centuries", "tea time",
+                 "green tea and black tea come from the same plant"]
+        for t in texts:
+            mem.add(t, infer=False, user_id=uid)
+        mem.config.search = SearchConfig(rerank_top_n=2)
+        plain = mem.search("tea", user_id=uid, explain=True)["results"]
+        head = sorted(plain[:2], key=lambda r: len(r["memory"]))
+        assert [r["id"] for r in plain[:2]] == [r["id"] for r in head]
+        assert all("rerank" in r["score_details"] for r in plain[:2]) and "rerank" not in plain[2]["score_details"]
+        assert ranker.calls == 1
+    finally:
+        mem.close()
+
+
+def test_missing_cross_encoder_is_a_config_error(mem: Memory, uid: str) -> None:
+    from graphmem.errors import ConfigError
+
+    mem.add("tea", infer=False, user_id=uid)
+    mem.config.search = SearchConfig(reranker="/nonexistent/cross-encoder")
+    with pytest.raises(ConfigError):
+        mem.search("tea", user_id=uid)
+
+
+def test_ppr_reaches_memories_through_shared_names(mem: Memory, uid: str) -> None:
+    """Two hops over mentions: the question names the journal; the publisher's memory never does."""
+    a = mem.add("The Journal of Quiet Physics is published by the Halvard Society.", user_id=uid)
+    b = mem.add("The Halvard Society was founded by Ilse Brandt in 1921.", user_id=uid)
+    for distractor in ("Who founded the physics journal publisher is a common quiz question.",
+                       "A publisher of quiet journals was founded in Oslo.",
+                       "The founder of the Physics Journal Club published a quiet memoir."):
+        mem.add(distractor, infer=False, user_id=uid)
+    journal, society = a["results"][0]["id"], b["results"][0]["id"]
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY)
+    out = mem.search("Who founded the publisher of the Journal of Quiet Physics?", user_id=uid, explain=True)
+    got = ids(out)
+    assert got[:2] == [journal, society]
+    assert "Journal of Quiet Physics" in out["graph"]["linked"]
+    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.0})
+    assert society not in ids(mem.search("Who founded the publisher of the Journal of Quiet Physics?",
+                                         user_id=uid, top_k=2))
