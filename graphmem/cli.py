@@ -81,6 +81,7 @@ def add(
     role: Annotated[str, typer.Option(help="Message role.")] = "user",
     metadata: Annotated[str | None, typer.Option(help="Metadata as a JSON object.")] = None,
     infer: Annotated[bool, typer.Option(help="Extract memories and facts (else store the text verbatim).")] = True,
+    expires_at: Annotated[str | None, typer.Option(help="ISO time after which search skips it.")] = None,
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Store a message as memory (Memory.add)."""
@@ -88,7 +89,7 @@ def add(
     meta = json.loads(metadata) if metadata else None
     with _memory(config) as m:
         result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta, infer=infer,
-                                    **_scope(user_id, agent_id, run_id)))
+                                    expires_at=expires_at, **_scope(user_id, agent_id, run_id)))
     _emit(result, True)
 
 
@@ -99,13 +100,16 @@ def search(
     top_k: Annotated[int | None, typer.Option("--top-k", "-k")] = None,
     filters: Annotated[str | None, typer.Option(help="Filters as JSON.")] = None,
     explain: Annotated[bool, typer.Option(help="Show each signal's score.")] = False,
+    as_of: Annotated[str | None, typer.Option(help="Rank what was known at this ISO time.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only memories at or after this ISO time.")] = None,
+    until: Annotated[str | None, typer.Option(help="Only memories before this ISO time.")] = None,
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Rank memories by relevance to QUERY (Memory.search)."""
     flt = json.loads(filters) if filters else None
     with _memory(config) as m:
-        result = _run(lambda: m.search(query, filters=flt, top_k=top_k, explain=explain,
-                                       **_scope(user_id, agent_id, run_id)))
+        result = _run(lambda: m.search(query, filters=flt, top_k=top_k, explain=explain, as_of=as_of, since=since,
+                                       until=until, **_scope(user_id, agent_id, run_id)))
     _emit(result, as_json or explain, _records_table(f"search: {query}", result["results"], score=True))
 
 

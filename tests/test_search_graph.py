@@ -166,3 +166,14 @@ def test_read_scope_links_entities_of_narrower_scopes(mem: Memory, uid: str) -> 
     hits = search(mem, "Where do Bruno's friends live?", GRAPH_ONLY, user_id=uid)
     assert graph_of(hits[ids["home"]])["path"]["text"] == "Bruno -[knows]-> Ana -[livesIn]-> Niterói"
     assert search(mem, "Where do Bruno's friends live?", GRAPH_ONLY, user_id=uid, agent_id="other") == {}
+
+
+def test_class_named_in_the_query_widens_to_subclasses(mem: Memory, uid: str) -> None:
+    """"places" names gm:Place; Niterói is a City, a subclass, so the fact reaching it is boosted."""
+    ids = world(mem, user_id=uid)
+    plain = search(mem, "Ana", GRAPH_ONLY, user_id=uid)
+    assert graph_of(plain[ids["home"]])["raw"] == pytest.approx(graph_of(plain[ids["job"]])["raw"])
+    out = mem.search("Ana and places", user_id=uid, explain=True, top_k=20)
+    assert out["graph"]["linked"] == ["Ana"]
+    hits = {r["id"]: r for r in out["results"]}
+    assert graph_of(hits[ids["home"]])["raw"] == pytest.approx(graph_of(hits[ids["job"]])["raw"] * 1.5)

@@ -130,6 +130,6 @@ def run_search(
     if req.explain:
         out["round_trips"] = cands.round_trips
         if gq is not None:
-            out["graph"] = {"linked": graph.linked, "relations": graph.relations,
+            out["graph"] = {"linked": graph.linked, "relations": graph.relations, "classes": graph.classes,
                             "entities": len(sub.entities), "facts": len(sub.relations), "mentions": len(sub.mentions)}
     return out

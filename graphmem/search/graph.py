@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rdflib.namespace import OWL, RDFS
 
 from ..models import Relation, norm_name
 from ..stores.base import GraphQuery, Subgraph
@@ -96,7 +97,8 @@ class GraphResult:
     """Names of the linked query entities."""
     relations: list[str] = field(default_factory=list)
     """Relations named in the query (IRIs; sub-properties are boosted too)."""
-    round_trips: int = 0
+    classes: list[str] = field(default_factory=list)
+    """Classes named in the query (IRIs); entities of these or their subclasses are boosted."""
 
 
 def query_ngrams(text: str, longest: int = 4) -> list[str]:
@@ -149,10 +151,13 @@ def graph_candidates(
                     named.update(onto.sub_properties(p))
     out.linked = [sub.entities[e].name for e in sub.linked.values()]
     out.relations = sorted(named)
+    out.classes = _named_classes(onto, query.keys)
+    widened = {eid for eid, e in sub.entities.items()
+               if any(onto.is_subclass(c, named_class) for c in e.classes for named_class in out.classes)}
     weights = _weights(onto, cfg)
-    walked = _walk(sub, onto, cfg, weights, named)
+    walked = _walk(sub, onto, cfg, weights, named, widened)
     if cfg.graph_scoring == "ppr":
-        scores = _ppr(sub, onto, cfg, weights, named, seeds or {})
+        scores = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
     else:
         scores = {mid: score for mid, (score, _) in walked.items()}
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
@@ -172,6 +177,30 @@ def graph_candidates(
     return out
 
 
+def _named_classes(onto: Ontology, keys: tuple[str, ...]) -> list[str]:
+    """Classes the query names by label or synonym ("which *places*"), except the top classes that
+    would match everything."""
+    top = {str(OWL.Thing), str(RDFS.Resource), onto.resolve_class("Thing")}
+    found: set[str] = set()
+    for key in keys:
+        for form in (key, *_singulars(key)):
+            iri = onto.resolve_class(form)
+            if iri is not None:
+                if iri not in top:
+                    found.add(iri)
+                break
+    return sorted(found)
+
+
+def _singulars(word: str) -> list[str]:
+    """English plural -> singular candidates for class labels ("cities", "places", "churches")."""
+    if word.endswith("ies"):
+        return [word[:-3] + "y"]
+    if word.endswith("es"):
+        return [word[:-1], word[:-2]]
+    return [word[:-1]] if word.endswith("s") and not word.endswith("ss") else []
+
+
 def _both_ways(onto: Ontology, iri: str) -> tuple[bool, bool]:
     info = onto.relations.get(iri)
     if info is None:
@@ -180,7 +209,8 @@ def _both_ways(onto: Ontology, iri: str) -> tuple[bool, bool]:
 
 
 def _walk(
-    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str]
+    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str],
+    widened: set[str],
 ) -> dict[str, tuple[float, tuple[GraphStep, ...]]]:
     """Memory id -> (best path score, path) over typed facts, from the linked entities."""
     by_entity: dict[str, list[Relation]] = {}
@@ -203,8 +233,10 @@ def _walk(
             w = weights(rel.relation)
             if w <= 0:  # weight 0: the relation is ignored
                 continue
-            b = cfg.graph_relation_boost if rel.relation in named else 1.0
             src, tgt = rel.source_id, rel.target_id
+            b = cfg.graph_relation_boost if rel.relation in named else 1.0
+            if src in widened or tgt in widened:  # "which places": a fact reaching a place counts more
+                b *= cfg.graph_relation_boost
             ends = [(src, tgt, "forward", True)]
             if tgt is not None:
                 ends.append((tgt, src, "backward", both_ways))
@@ -247,7 +279,7 @@ def _walk(
 
 def _ppr(
     sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str],
-    seeds: dict[str, float],
+    seeds: dict[str, float], widened: set[str],
 ) -> dict[str, float]:
     """Memory id -> Personalized PageRank over the subgraph, divided by the best memory's."""
     entity_ids = sorted(sub.entities)
@@ -282,6 +314,8 @@ def _ppr(
     restart = np.zeros(n)
     for eid in sub.linked.values():
         restart[index[eid]] += 1.0 / math.log2(2 + sub.degree.get(eid, 0))
+    for eid in widened:  # entities of a class the query names restart the walk too, at half weight
+        restart[index[eid]] += 0.5 / math.log2(2 + sub.degree.get(eid, 0))
     for mid, score in seeds.items():
         if score > 0:
             restart[index[mid]] += cfg.graph_seed_weight * score
