@@ -75,7 +75,7 @@ def search_config(mode: str) -> SearchConfig | None:
     return None
 
 
-def build_config(backend: str, embedder: str, home: Path) -> MemoryConfig:
+def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence") -> MemoryConfig:
     store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "retrieval.db")}
     if backend == "neo4j":
         store = {"provider": "neo4j", "uri": os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687"),
@@ -87,7 +87,8 @@ def build_config(backend: str, embedder: str, home: Path) -> MemoryConfig:
         emb = {"provider": "sentence-transformers"}
     else:
         emb = {"provider": "sentence-transformers", "model": embedder}
-    return MemoryConfig.load({"home": str(home), "store": store, "embedder": emb, "llm": {"provider": "none"}})
+    return MemoryConfig.load({"home": str(home), "store": store, "embedder": emb,
+                              "llm": {"provider": "none", "rules_granularity": granularity}})
 
 
 def prefetch_embeddings(mem: Memory, texts: list[str], batch: int = 256) -> None:
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"unknown modes {sorted(unknown)}; known: {', '.join(ALL_MODES)}")
     colls = data["collections"][: args.limit_collections] if args.limit_collections else data["collections"]
     home = Path(tempfile.mkdtemp(prefix="gm-retrieval-"))
-    mem = Memory.from_config(build_config(args.backend, args.embedder, home))
+    mem = Memory.from_config(build_config(args.backend, args.embedder, home, args.granularity))
     mem0 = Mem0Scorer(mem)
     top = max(ks) * 3
     hits: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in modes}
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2),
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
-                   "extract": args.extract, "speaker_prefix": args.speaker_prefix,
+                   "extract": args.extract, "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
                    "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top,
                    "gold_level": level,
                    "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
@@ -282,6 +283,8 @@ def main() -> int:
     p.add_argument("--k", default="5,10")
     p.add_argument("--extract", choices=["rules", "none"], default="rules")
     p.add_argument("--speaker-prefix", action="store_true", help='store docs as "speaker: text"')
+    p.add_argument("--granularity", choices=["sentence", "message"], default="sentence",
+                   help="rule extraction: a memory per sentence or per doc")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="embed inside each add only (slower with a local transformer)")
     p.add_argument("--limit-collections", type=int, default=None)

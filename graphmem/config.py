@@ -139,6 +139,9 @@ class SearchConfig(_Section):
     Graph 0.5 measured best of 0/0.2/0.3/0.5 with vector and full text at 0.6/0.4 (``bench/retrieval.py``,
     hashing embedder, rule extraction): recall@5 MuSiQue-100 0.363 -> 0.375, LoCoMo (3 conversations)
     0.467 -> 0.480, multi-hop 0.172 -> 0.198; 1.0 was worse on LoCoMo (0.410 of 0.423, 2 conversations)."""
+    normalize: Literal["scale", "minmax"] = "scale"
+    """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
+    ``minmax`` stretches each signal over the query's candidates to [0, 1]."""
     rrf_k: int = Field(60, ge=1)
     fulltext_norm: Literal["max", "sigmoid"] = "max"
     """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a

@@ -264,11 +264,12 @@ class Ingestor:
         out.chunks = [c.text for c in pieces]
         out.counter = pieces[0].counter if pieces else ""
         extractor = self.extractor()
-        vectors = self.embedder.embed(out.chunks)
+        # chunk vectors only serve to show the extractor related memories; the rule extractor reads none
+        vectors = self.embedder.embed(out.chunks) if extractor.uses_known_memories else [None] * len(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
                 ontology=self.planner().ontology, reference_time=reference, speakers=speakers,
-                memories=self._known_memories(req.scope, chunk, vec) if extractor.uses_known_memories else [],
+                memories=self._known_memories(req.scope, chunk, vec) if vec is not None else [],
                 entities=self._known_entities(req.scope, chunk),
             )
             result = extractor.extract(chunk, ctx)

@@ -22,6 +22,9 @@ class Fused:
 
 
 def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) -> dict[str, float]:
+    if cfg.normalize == "minmax" and hits:  # each signal spans [0, 1] over this query's candidates
+        hi, lo = max(s for _, s in hits), min(s for _, s in hits)
+        return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in hits}
     if signal in ("vector", "graph"):  # cosine; graph scores are already in [0, 1]
         return {i: max(0.0, min(1.0, s)) for i, s in hits}
     if cfg.fulltext_norm == "sigmoid":
