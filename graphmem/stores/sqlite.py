@@ -27,7 +27,17 @@ import numpy as np
 
 from ..errors import SchemaMismatchError, StoreError, StoreUnavailableError
 from ..filters import Filter
-from ..models import Entity, EventType, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso
+from ..models import (
+    Entity,
+    EventType,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    QuarantineEntry,
+    Relation,
+    Scope,
+    iso,
+)
 from . import sqlite_graph as graph
 from .base import (
     Candidates,
@@ -115,8 +125,9 @@ def _opt_dt(value: str | None) -> datetime | None:
 
 
 def _record(row: sqlite3.Row) -> MemoryRecord:
-    return MemoryRecord(
-        id=row["id"], memory=row["memory"], hash=row["hash"], memory_type=row["memory_type"],
+    # model_construct: these rows were validated on the way in, and search builds hundreds per query
+    return MemoryRecord.model_construct(
+        id=row["id"], memory=row["memory"], hash=row["hash"], memory_type=MemoryType(row["memory_type"]),
         user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
         role=row["role"], actor_id=row["actor_id"], metadata=json.loads(row["metadata"]),
         created_at=datetime.fromisoformat(row["created_at"]), updated_at=_opt_dt(row["updated_at"]),

@@ -91,7 +91,7 @@ def _marks(n: int) -> str:
 
 
 def _entity(row: sqlite3.Row) -> Entity:
-    return Entity(
+    return Entity.model_construct(  # validated on the way in
         id=row["id"], name=row["name"], classes=json.loads(row["classes"]), aliases=json.loads(row["aliases"]),
         user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
         created_at=datetime.fromisoformat(row["created_at"]), updated_at=_dt(row["updated_at"]),
