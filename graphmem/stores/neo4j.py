@@ -34,13 +34,13 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import numpy as np
 from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Record, Session
 from neo4j import exceptions as neo4j_errors
-from neo4j.time import DateTime as Neo4jDateTime
 
 from ..config import SearchConfig, StoreConfig
 from ..errors import (
@@ -53,19 +53,32 @@ from ..errors import (
     StoreUnavailableError,
 )
 from ..filters import RECORD_FIELDS, TIME_FIELDS, And, Cond, Filter, Not, Or
-from ..models import Entity, EventType, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, to_utc
+from ..models import (
+    Entity,
+    EventType,
+    HistoryEvent,
+    MemoryRecord,
+    MemoryType,
+    QuarantineEntry,
+    Relation,
+    Scope,
+    to_utc,
+)
 from . import neo4j_graph as graph
 from .base import (
     Candidates,
     GraphContext,
+    GraphQuery,
     GraphWrite,
     MemoryPatch,
     NewMemory,
     Store,
     StoreInfo,
+    Subgraph,
     Vector,
     WriteResult,
     merge_patch,
+    seed_ids,
 )
 from .neo4j_graph import HINT_ORDER, exact_scope_where, scope_where
 from .text import lucene_query
@@ -135,13 +148,10 @@ _HISTORY_FIELDS: Final = (
 )
 
 
-def _projection(var: str, fields: Sequence[str]) -> str:
-    """A map projection naming each field, so the embedding never crosses the wire."""
-    return var + " {" + ", ".join("." + f for f in fields) + "}"
-
-
-_MEMORY_PROJ: Final = _projection("m", _MEMORY_FIELDS)
-_HISTORY_PROJ: Final = _projection("h", _HISTORY_FIELDS)
+# Map projections naming each field, so the embedding never crosses the wire; times as integers
+# (see graph.epoch_us: decoding driver DateTime objects dominated reading many records).
+_MEMORY_PROJ: Final = graph.projection("m", _MEMORY_FIELDS, TIME_FIELDS)
+_HISTORY_PROJ: Final = graph.projection("h", _HISTORY_FIELDS, ("created_at",))
 
 _VECTOR_WRITE_PROC: Final = True
 """Store embeddings with ``db.create.setNodeVectorProperty`` (float32, half the size of a float64
@@ -409,13 +419,7 @@ def _scope_hint(scope: Scope, var: str = "m") -> str:
 
 
 def _to_datetime(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, Neo4jDateTime):
-        return to_utc(value.to_native())
-    if isinstance(value, datetime):
-        return to_utc(value)
-    raise StoreError(f"unexpected time value {value!r} in Neo4j")
+    return graph.to_datetime(value)
 
 
 def _record(row: dict[str, Any]) -> MemoryRecord:
@@ -424,7 +428,10 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
         if name in data:
             data[name] = _to_datetime(data[name])
     data["metadata"] = json.loads(data["metadata"]) if "metadata" in data else {}
-    return MemoryRecord.model_validate(data)
+    if "memory_type" in data:
+        data["memory_type"] = MemoryType(data["memory_type"])
+    # model_construct: rows were validated on the way in, and a search builds thousands of them
+    return MemoryRecord.model_construct(**data)
 
 
 def _history(row: dict[str, Any]) -> HistoryEvent:
@@ -515,12 +522,30 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass
+class _CandidatePlan:
+    """The first candidates query, kept for its fallbacks and for the neighbourhood appended to it."""
+
+    parts: list[str]
+    columns: list[str]
+    params: dict[str, Any]
+    cond: str
+    """Scope and filter on ``m``."""
+    hint: str
+    k: int
+    vector: bool
+    text: bool
+
+
 class Neo4jStore(Store):
     """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
 
-    def __init__(self, config: StoreConfig, search: SearchConfig) -> None:
+    def __init__(self, config: StoreConfig, search: SearchConfig, *, two_calls: bool = False) -> None:
+        """``two_calls``: ``search`` makes the base class's two calls (candidates, then neighbourhood)
+        instead of one query; slower, kept to debug the one-query path against it."""
         self._cfg = config
         self._search = search
+        self._two_calls = two_calls
         self._driver: Driver | None = None
         self._dims: int | None = None
 
@@ -1064,12 +1089,22 @@ class Neo4jStore(Store):
         vector exactly, except that a scope too big to count first gets one 16-fold wider index
         query (an exact pass over it is the last resort).
         """
+        plan = self._candidate_plan(scope, flt, vector, text, k)
+        if plan is None:
+            return Candidates(round_trips=0)
+        row = self._single("search", " ".join(plan.parts) + " RETURN " + ", ".join(plan.columns), plan.params)
+        return self._finish_candidates(plan, row)
+
+    def _candidate_plan(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
+    ) -> _CandidatePlan | None:
+        """The first candidates query (see :meth:`candidates`), or ``None`` when nothing can match."""
         query_text = lucene_query(text) if text is not None else None
         vec = self._vector(vector, "query embedding") if vector is not None else None
         if vec is not None and not any(vec):
             vec = None  # a zero vector (no known token) has no direction: no similarity to rank by
         if k <= 0 or (vec is None and query_text is None):
-            return Candidates(round_trips=0)
+            return None
         fp = _Params("f")
         params: dict[str, Any] = {"k": int(k), "vec": vec, "q": query_text}
         in_scope = scope_where(scope, "m", params)
@@ -1108,15 +1143,19 @@ class Neo4jStore(Store):
         if query_text is not None:
             parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}')} }}")
             columns += ["fh", "fraw"]
-        row = self._single("search", " ".join(parts) + " RETURN " + ", ".join(columns), params)
+        return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None)
+
+    def _finish_candidates(self, plan: _CandidatePlan, row: Record | None) -> Candidates:
+        """Candidates from the first query's row, redoing a signal its index cut short (more trips)."""
         if row is None:  # cannot happen: every subquery returns exactly one row
             raise StoreError("Neo4j search returned no row")
+        k, cond, hint, params = plan.k, plan.cond, plan.hint, plan.params
         out = Candidates(round_trips=1)
         kk, big = int(row["kk"]), bool(row["big"])
-        vhits: list[dict[str, Any]] = row["vh"] if vec is not None else []
-        fhits: list[dict[str, Any]] = row["fh"] if query_text is not None else []
-        redo_vector = vec is not None and len(vhits) < k and int(row["vraw"]) >= kk
-        redo_text = query_text is not None and len(fhits) < k and int(row["fraw"]) >= kk
+        vhits: list[dict[str, Any]] = row["vh"] if plan.vector else []
+        fhits: list[dict[str, Any]] = row["fh"] if plan.text else []
+        redo_vector = plan.vector and len(vhits) < k and int(row["vraw"]) >= kk
+        redo_text = plan.text and len(fhits) < k and int(row["fraw"]) >= kk
         widen = big
         while redo_vector or redo_text:
             parts, columns = [], []
@@ -1148,6 +1187,72 @@ class Neo4jStore(Store):
             out.fulltext.append((hit["id"], float(hit["s"])))
             out.records.setdefault(hit["id"], _record(hit["rec"]))
         return out
+
+    def neighbourhood(
+        self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
+    ) -> Subgraph:
+        """The walk of :func:`graphmem.stores.neo4j_graph.neighbourhood_cypher`, in one query."""
+        fp = _Params("f")
+        params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories))}
+        cond = scope_where(scope, "m", params)
+        if flt is not None:
+            cond += " AND " + compile_filter(flt, "m", fp)
+            params.update(fp.values)
+        body = graph.neighbourhood_cypher(scope, query, params, seeds="$g_seeds", skip="[]", records_where=cond,
+                                          record_proj=_MEMORY_PROJ)
+        row = self._single("neighbourhood", body + " RETURN " + ", ".join(graph.SUBGRAPH_COLUMNS), params)
+        if row is None:
+            raise StoreError("Neo4j neighbourhood returned no row")
+        sub, recs = graph.read_subgraph(row)
+        sub.records = {r["id"]: _record(r) for r in recs}
+        return sub
+
+    def search(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+        graph_query: GraphQuery | None,
+    ) -> tuple[Candidates, Subgraph]:
+        """Candidates and neighbourhood in one Cypher query: one round trip.
+
+        The neighbourhood clauses follow the candidates' and take their seeds from the hit lists, so
+        nothing waits on the client between the two; the records of graph memories that are also
+        hits are not sent twice. Only when an index cut a signal short (see :meth:`candidates`) do
+        more round trips follow, and if that changed the seeds the neighbourhood is read again.
+        ``two_calls=True`` (constructor) runs the two-call default instead, for debugging and parity.
+        """
+        if graph_query is None or self._two_calls:
+            return Store.search(self, scope, flt, vector, text, k, graph_query)
+        plan = self._candidate_plan(scope, flt, vector, text, k)
+        if plan is None:  # no signal to rank by: the linked entities alone
+            return Candidates(round_trips=1), self.neighbourhood(scope, graph_query, (), flt)
+        n = int(graph_query.seed_memories)
+        params = plan.params
+        params["g_seed_n"] = n
+        vh = "vh" if plan.vector else "[]"
+        fh = "fh" if plan.text else "[]"
+        body = graph.neighbourhood_cypher(
+            scope, graph_query, params, seeds=f"[h IN {vh}[..$g_seed_n] | h.id] + [h IN {fh}[..$g_seed_n] | h.id]",
+            skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]", records_where=plan.cond, record_proj=_MEMORY_PROJ,
+            carry=plan.columns,
+        )
+        query = " ".join(plan.parts) + " " + body + " RETURN " + ", ".join([*plan.columns, *graph.SUBGRAPH_COLUMNS])
+        row = self._single("search", query, params)
+        cands = self._finish_candidates(plan, row)
+        assert row is not None  # _finish_candidates raised otherwise
+        first = {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
+        if cands.round_trips > 1:  # a fallback changed the hit lists: were the seeds the same?
+            used = {h["id"] for hits in first.values() for h in hits[:n]}
+            if used != set(seed_ids(cands, n)):
+                sub = self.neighbourhood(scope, graph_query, seed_ids(cands, n), flt)
+                cands.round_trips += 1
+                return cands, sub
+        sub, recs = graph.read_subgraph(row)
+        sub.records = {r["id"]: _record(r) for r in recs}
+        # The records the query skipped: first-pass hits (in scope, passing the filter by construction).
+        hits = cands.records if cands.round_trips == 1 else {
+            h["id"]: _record(h["rec"]) for found in first.values() for h in found}
+        wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
+        sub.records.update({m: rec for m, rec in hits.items() if m in wanted})
+        return cands, sub
 
     @staticmethod
     def _hit_list(alias: str) -> str:

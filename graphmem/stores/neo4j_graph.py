@@ -42,7 +42,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from neo4j import ManagedTransaction
@@ -51,17 +51,20 @@ from neo4j.time import DateTime as Neo4jDateTime
 from ..errors import StoreError
 from ..models import Entity, QuarantineEntry, Relation, Scope, norm_name, to_utc, utcnow
 from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, to_label, to_rel_type
-from .base import GraphContext, GraphWrite, Vector, WriteResult
+from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, Vector, WriteResult
 
 __all__ = [
     "GRAPH_LABELS",
+    "SUBGRAPH_COLUMNS",
     "class_labels",
     "delete_scope_graph",
     "find_entities",
     "forget_memories",
     "graph_context",
     "graph_scopes",
+    "neighbourhood_cypher",
     "quarantined",
+    "read_subgraph",
     "rel_type",
     "relations",
     "schema_statements",
@@ -76,17 +79,42 @@ SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
 HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
 """Scope index to force, most selective first (as for memories)."""
 
-_ENTITY_PROJ: Final = (
-    "{.id, .name, .classes, .aliases, .user_id, .agent_id, .run_id, .created_at, .updated_at}"
-)
-_REL_PROJ: Final = "{.id, .relation, .memory_ids, .valid_from, .valid_to, .created_at, .user_id, .agent_id, .run_id}"
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_us(expr: str) -> str:
+    """Cypher for a ``DATETIME`` as integer microseconds since the epoch (``null`` stays ``null``).
+
+    The Python driver builds a ``neo4j.time.DateTime`` object for every temporal value it receives,
+    ~75 µs each (measured here: 3000 of them took 225 ms, as integers 8 ms); a search that reads
+    thousands of records, entities and facts spent most of its time on that.
+    """
+    return f"{expr}.epochSeconds * 1000000 + {expr}.microsecond"
+
+
+def projection(var: str, fields: Sequence[str], times: Iterable[str] = ()) -> str:
+    """A map projection of ``fields`` of ``var``, the ``times`` among them as :func:`epoch_us`."""
+    timed = set(times)
+    return var + " {" + ", ".join(f"{f}: {epoch_us(f'{var}.{f}')}" if f in timed else "." + f for f in fields) + "}"
+
+
+def _entity_proj(var: str) -> str:
+    return projection(var, ("id", "name", "classes", "aliases", "user_id", "agent_id", "run_id", "created_at",
+                            "updated_at"), ("created_at", "updated_at"))
+
+
+def _rel_proj(var: str) -> str:
+    return projection(var, ("id", "relation", "memory_ids", "valid_from", "valid_to", "created_at", "user_id",
+                            "agent_id", "run_id"), ("valid_from", "valid_to", "created_at"))
+
+
 _QUARANTINE_PROJ: Final = (
     "q {.id, .triple, .reasons, .memory_ids, .ontology, .status, .user_id, .agent_id, .run_id, .created_at, "
     ".released_at}"
 )
 # One row per fact: the relationship's properties, its subject and its object (entity or literal).
 _FACT_COLUMNS: Final = (
-    f"r {_REL_PROJ} AS fact, s.id AS source, CASE WHEN o:Entity THEN o.id END AS target, "
+    f"{_rel_proj('r')} AS fact, s.id AS source, CASE WHEN o:Entity THEN o.id END AS target, "
     "CASE WHEN o:Value THEN o.value END AS value, CASE WHEN o:Value THEN o.datatype END AS datatype"
 )
 _FACT_ORDER: Final = "ORDER BY r.created_at, r.seq, r.id"
@@ -103,6 +131,12 @@ def schema_statements() -> list[str]:
     ]
     for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
+        # Query linking matches aliases (a list, which no index can seek into); a composite index
+        # holds only nodes that have every property, so this one lists just a scope's aliased
+        # entities and the alias test scans those instead of all the scope's entities.
+        statements.append(
+            f"CREATE INDEX entity_{name}_aliased IF NOT EXISTS FOR (e:Entity) ON (e.{name}, e.aliases_text)"
+        )
     return statements
 
 
@@ -181,9 +215,12 @@ def _scope_props(user_id: str | None, agent_id: str | None, run_id: str | None) 
 # Conversions
 
 
-def _dt(value: Any) -> datetime | None:
+def to_datetime(value: Any) -> datetime | None:
+    """A time read from Neo4j (:func:`epoch_us` integers, or driver temporals) as an aware UTC datetime."""
     if value is None:
         return None
+    if isinstance(value, int):  # epoch_us
+        return _EPOCH + timedelta(microseconds=value)
     if isinstance(value, Neo4jDateTime):
         return to_utc(value.to_native())
     if isinstance(value, datetime):
@@ -191,24 +228,33 @@ def _dt(value: Any) -> datetime | None:
     raise StoreError(f"unexpected time value {value!r} in Neo4j")
 
 
+def _required_dt(value: Any) -> datetime:
+    out = to_datetime(value)
+    if out is None:
+        raise StoreError("a node or fact in Neo4j has no created_at")
+    return out
+
+
 def _utc(value: datetime | None) -> datetime | None:
     return to_utc(value) if value is not None else None
 
 
 def _entity(row: dict[str, Any]) -> Entity:
-    return Entity(
+    return Entity.model_construct(  # validated on the way in; a search builds hundreds
         id=row["id"], name=row["name"], classes=list(row.get("classes") or []),
         aliases=list(row.get("aliases") or []), user_id=row.get("user_id"), agent_id=row.get("agent_id"),
-        run_id=row.get("run_id"), created_at=_dt(row["created_at"]), updated_at=_dt(row.get("updated_at")),
+        run_id=row.get("run_id"), created_at=_required_dt(row["created_at"]),
+        updated_at=to_datetime(row.get("updated_at")),
     )
 
 
 def _relation(row: dict[str, Any]) -> Relation:
     r = row["fact"]
-    return Relation(
+    return Relation.model_construct(  # validated on the way in; a search builds hundreds
         id=r["id"], source_id=row["source"], relation=r["relation"], target_id=row["target"], value=row["value"],
-        datatype=row["datatype"], memory_ids=sorted(r.get("memory_ids") or []), valid_from=_dt(r.get("valid_from")),
-        valid_to=_dt(r.get("valid_to")), created_at=_dt(r["created_at"]), user_id=r.get("user_id"),
+        datatype=row["datatype"], memory_ids=sorted(r.get("memory_ids") or []),
+        valid_from=to_datetime(r.get("valid_from")),
+        valid_to=to_datetime(r.get("valid_to")), created_at=_required_dt(r["created_at"]), user_id=r.get("user_id"),
         agent_id=r.get("agent_id"), run_id=r.get("run_id"),
     )
 
@@ -218,7 +264,7 @@ def _quarantine(row: dict[str, Any]) -> QuarantineEntry:
         id=row["id"], triple=json.loads(row["triple"]), reasons=json.loads(row["reasons"]),
         memory_ids=list(row.get("memory_ids") or []), ontology=row["ontology"], status=row["status"],
         user_id=row.get("user_id"), agent_id=row.get("agent_id"), run_id=row.get("run_id"),
-        created_at=_dt(row["created_at"]), released_at=_dt(row.get("released_at")),
+        created_at=to_datetime(row["created_at"]), released_at=to_datetime(row.get("released_at")),
     )
 
 
@@ -653,7 +699,7 @@ def find_entities(
         f"UNION MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE e.{given} = $s_{given} "
         "AND any(k IN coalesce(e.alias_keys, []) WHERE k IN $keys) RETURN e } "
         f"WITH e WHERE {fence} "
-        f"RETURN e {_ENTITY_PROJ} AS ent, [k IN [e.key] + coalesce(e.alias_keys, []) WHERE k IN $keys] AS hits "
+        f"RETURN {_entity_proj('e')} AS ent, [k IN [e.key] + coalesce(e.alias_keys, []) WHERE k IN $keys] AS hits "
         "ORDER BY e.created_at, e.seq, e.id"
     )
     out: dict[str, Entity] = {}
@@ -680,7 +726,7 @@ def similar_entities(
         f"CALL (i) {{ MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE e.{given} = $s_{given} AND {exact} "
         "AND e.embedding IS NOT NULL "
         "WITH e, vector.similarity.cosine(e.embedding, $vecs[i]) AS s ORDER BY s DESC, e.id LIMIT 1 "
-        f"RETURN e {_ENTITY_PROJ} AS ent, 2 * s - 1 AS score }} "
+        f"RETURN {_entity_proj('e')} AS ent, 2 * s - 1 AS score }} "
         "RETURN i, ent, score"
     )
     found: dict[int, tuple[Entity, float]] = {
@@ -698,7 +744,7 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
     params: dict[str, Any] = {"ids": ids}
     query = (
         f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) WHERE {scope_where(scope, 'e', params)} "
-        f"RETURN e {_ENTITY_PROJ} AS e"
+        f"RETURN {_entity_proj('e')} AS e"
     )
     for rec in tx.run(query, params):
         ctx.entities[rec["e"]["id"]] = _entity(rec["e"])
@@ -710,8 +756,8 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
         "CALL (e) { MATCH (e)-[r]->(o) WHERE r.valid_to IS NULL AND (o:Entity OR o:Value) RETURN r, e AS s, o "
         "UNION ALL MATCH (s:Entity)-[r]->(e) WHERE r.valid_to IS NULL RETURN r, s, e AS o } "
         f"WITH DISTINCT r, s, o RETURN {_FACT_COLUMNS}, "
-        f"CASE WHEN NOT s.id IN $found THEN s {_ENTITY_PROJ} END AS s_ent, "
-        f"CASE WHEN o:Entity AND NOT o.id IN $found THEN o {_ENTITY_PROJ} END AS o_ent "
+        f"CASE WHEN NOT s.id IN $found THEN {_entity_proj('s')} END AS s_ent, "
+        f"CASE WHEN o:Entity AND NOT o.id IN $found THEN {_entity_proj('o')} END AS o_ent "
         f"{_FACT_ORDER}"
     )
     seen: set[str] = set()
@@ -770,3 +816,119 @@ def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> lis
         f"RETURN {_QUARANTINE_PROJ} AS entry ORDER BY q.created_at, q.seq, q.id"
     )
     return [_quarantine(rec["entry"]) for rec in tx.run(query, params)]
+
+
+# --------------------------------------------------------------------------------------------------
+# The neighbourhood of a query (the graph half of search), as Cypher clauses
+
+SUBGRAPH_COLUMNS: Final = ("g_linked", "g_seed_pairs", "g_ents", "g_rels", "g_recs")
+"""Columns :func:`neighbourhood_cypher` leaves for the caller's ``RETURN`` (read by :func:`read_subgraph`)."""
+
+_DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
+"""Mentions of an entity: a degree lookup (no relationship is read), as only memories mention."""
+
+
+def neighbourhood_cypher(
+    scope: Scope,
+    q: GraphQuery,
+    params: dict[str, Any],
+    *,
+    seeds: str,
+    skip: str,
+    records_where: str,
+    record_proj: str,
+    carry: Sequence[str] = (),
+) -> str:
+    """Cypher clauses computing :meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>`.
+
+    Appended to a query (the candidates, in ``Neo4jStore.search``) so the whole read is one round
+    trip: ``seeds`` is an expression of the seed memory ids, ``skip`` of memory ids whose records the
+    caller has already (they are not fetched twice), ``records_where`` the scope and filter on ``m``
+    (``record_proj`` projects it), ``carry`` the caller's variables to keep. The walk is the SQLite
+    store's, step for step (see ``sqlite_graph.neighbourhood``): the same linking, frontier order and
+    cuts, so both stores return the same subgraph. The text depends only on the scope's fields,
+    ``q.depth`` and ``q.as_of`` being set; every value goes into ``params``.
+    """
+    params.update(g_keys=list(q.keys), g_max_seeds=int(q.max_seeds), g_max_frontier=int(q.max_frontier),
+                  g_max_mentions=int(q.max_mentions))
+    if q.as_of is not None:
+        params["g_as_of"] = to_utc(q.as_of)
+        valid = "(r.valid_from IS NULL OR r.valid_from <= $g_as_of) AND (r.valid_to IS NULL OR r.valid_to > $g_as_of)"
+    else:
+        valid = "r.valid_to IS NULL"
+    hint = _hint_field(scope)
+    keep = "".join(f"{c}, " for c in carry)
+    state = f"{keep}g_skip, g_linked, g_seed_pairs"
+    in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x")}
+    parts = [
+        f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
+        # Linking: per key the oldest entity having it as name or alias, keys in order, no entity twice.
+        "CALL () { CALL () { "
+        f"MATCH (e:Entity) WHERE e.key IN $g_keys AND {in_scope['e']} RETURN e "
+        f"UNION MATCH (e:Entity) USING INDEX e:Entity({hint}, aliases_text) "
+        f"WHERE e.{hint} = $s_{hint} AND e.aliases_text IS NOT NULL AND any(k IN e.alias_keys WHERE k IN $g_keys) "
+        f"AND {in_scope['e']} RETURN e }} "
+        "WITH e ORDER BY e.created_at, e.seq, e.id WITH collect(e) AS found "
+        "WITH [k IN $g_keys | [k, head([e IN found WHERE e.key = k OR k IN coalesce(e.alias_keys, [])])]] AS per_key "
+        "RETURN reduce(acc = [], p IN per_key | CASE WHEN p[1] IS NULL OR size(acc) >= $g_max_seeds "
+        "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }",
+        # The entities the seed memories mention (every pair is a mention of the result).
+        "CALL (g_seed_mids) { UNWIND g_seed_mids AS mid "
+        f"MATCH (:Memory {{id: mid}})-[:MENTIONS]->(e:Entity) WHERE {in_scope['e']} "
+        "RETURN collect([mid, e.id]) AS g_seed_pairs, collect(DISTINCT e) AS g_seed_ents }",
+        f"WITH {state}, g_seed_ents, [p IN g_linked | p[1]] AS g_linked_ents",
+        # First frontier: linked entities in key order, then the seeded ones, least mentioned first.
+        "CALL (g_seed_ents, g_linked_ents) { UNWIND g_seed_ents AS e WITH e WHERE NOT e IN g_linked_ents "
+        f"WITH e, {_DEGREE.format(v='e')} AS d ORDER BY d, e.id RETURN collect(e) AS g_rest }}",
+        f"WITH {state}, g_linked_ents + g_rest AS g_seen, (g_linked_ents + g_rest)[..$g_max_frontier] AS g_frontier, "
+        "[] AS g_facts",
+    ]
+    for _ in range(q.depth):
+        parts += [
+            # Facts touching the frontier, both directions (MENTIONS are not facts: skipped by type).
+            "CALL (g_frontier) { UNWIND g_frontier AS e CALL (e) { "
+            f"MATCH (e)-[r]->(o) WHERE (o:Entity OR o:Value) AND {valid} AND {in_scope['r']} RETURN r, e AS s, o "
+            f"UNION MATCH (s:Entity)-[r:!MENTIONS]->(e) WHERE {valid} AND {in_scope['r']} RETURN r, s, e AS o }} "
+            "RETURN collect(DISTINCT [r, s, o]) AS g_found }",
+            # Their unseen ends in scope: all reached; the least mentioned are the next frontier.
+            "CALL (g_found, g_seen) { UNWIND g_found AS f UNWIND [f[1], f[2]] AS x "
+            f"WITH DISTINCT x WHERE x:Entity AND NOT x IN g_seen AND {in_scope['x']} "
+            f"WITH x, {_DEGREE.format(v='x')} AS d ORDER BY d, x.id RETURN collect(x) AS g_fresh }}",
+            f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh[..$g_max_frontier] AS g_frontier, "
+            "g_facts + g_found AS g_facts",
+        ]
+    parts += [
+        # Facts whose ends were both reached (a literal's subject alone).
+        "CALL (g_facts, g_seen) { UNWIND g_facts AS f WITH DISTINCT f[0] AS r, f[1] AS s, f[2] AS o "
+        "WHERE s IN g_seen AND (o:Value OR o IN g_seen) "
+        f"RETURN collect({{fact: {_rel_proj('r')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
+        "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
+        "collect(coalesce(r.memory_ids, [])) AS g_prov }",
+        # Per reached entity: its degree and its first memories by id.
+        "CALL (g_seen) { UNWIND g_seen AS e CALL (e) { MATCH (e)<-[:MENTIONS]-(m) WITH m.id AS mid ORDER BY mid "
+        f"LIMIT $g_max_mentions RETURN collect(mid) AS mids }} WITH e, mids, {_DEGREE.format(v='e')} AS d "
+        f"RETURN collect({{e: {_entity_proj('e')}, deg: d, mids: mids}}) AS g_ents }}",
+        # The records of every memory in the result that passes the scope and the filter.
+        "CALL (g_ents, g_prov, g_seed_pairs, g_skip) { "
+        "UNWIND [y IN g_ents | y.mids] + g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid "
+        f"WITH DISTINCT mid WHERE NOT mid IN g_skip MATCH (m:Memory {{id: mid}}) WHERE {records_where} "
+        f"RETURN collect({record_proj}) AS g_recs }}",
+        f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
+    ]
+    return " ".join(parts)
+
+
+def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
+    """The :class:`Subgraph` of a row with :data:`SUBGRAPH_COLUMNS` (records left to the caller, raw)."""
+    sub = Subgraph()
+    sub.linked = {key: eid for key, eid in row["g_linked"]}
+    pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
+    sub.seeds = sorted({eid for _, eid in pairs})
+    for item in row["g_ents"]:
+        ent = _entity(item["e"])
+        sub.entities[ent.id] = ent
+        sub.degree[ent.id] = int(item["deg"])
+        pairs.update((mid, ent.id) for mid in item["mids"])
+    sub.mentions = sorted(pairs)
+    sub.relations = sorted((_relation(r) for r in row["g_rels"]), key=lambda r: r.id)
+    return sub, list(row["g_recs"])
