@@ -49,5 +49,9 @@ bench-ingest: venv  ## add(infer=True) throughput with an instant stand-in LLM, 
 bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 	$(BIN)/python bench/guard.py $(ARGS)
 
+.PHONY: bench-search
+bench-search: venv  ## search p50/p95 per mode at 10k/100k memories, both backends (issue 5; stores cached in .cache/)
+	bash tools/with-neo4j.sh $(BIN)/python bench/search_latency.py $(ARGS)
+
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache
