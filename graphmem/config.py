@@ -139,9 +139,11 @@ class SearchConfig(_Section):
     Graph 0.5 measured best of 0/0.2/0.3/0.5 with vector and full text at 0.6/0.4 (``bench/retrieval.py``,
     hashing embedder, rule extraction): recall@5 MuSiQue-100 0.363 -> 0.375, LoCoMo (3 conversations)
     0.467 -> 0.480, multi-hop 0.172 -> 0.198; 1.0 was worse on LoCoMo (0.410 of 0.423, 2 conversations)."""
-    normalize: Literal["scale", "minmax"] = "scale"
+    normalize: Literal["scale", "minmax", "zscore"] = "scale"
     """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
-    ``minmax`` stretches each signal over the query's candidates to [0, 1]."""
+    ``minmax`` stretches each signal over the query's candidates to [0, 1]; ``zscore`` maps each
+    score's standard score among the query's candidates through a logistic curve, so a signal whose
+    best hits stand out counts for more than one whose scores are all alike."""
     rrf_k: int = Field(60, ge=1)
     fulltext_norm: Literal["max", "sigmoid"] = "max"
     """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a
@@ -161,9 +163,12 @@ class SearchConfig(_Section):
     """Graph signal (``ppr``): the best this-many vector and full-text hits seed the walk too."""
     graph_seed_weight: float = Field(1.0, ge=0.0)
     """Graph signal (``ppr``): restart weight of the seed memories relative to a linked entity."""
+    graph_specificity: float = Field(0.5, ge=0.0, le=2.0)
+    """Graph signal (``ppr``): an entity mentioned by ``d`` memories restarts the walk, and is walked
+    to from a memory, with weight ``(1 + d) ** -graph_specificity``: common names count for less."""
     graph_restart: float = Field(0.5, gt=0.0, lt=1.0)
     """Graph signal (``ppr``): restart probability of the walk (HippoRAG uses 0.5)."""
-    graph_max_mentions: int = Field(32, ge=1, le=10_000)
+    graph_max_mentions: int = Field(8, ge=1, le=10_000)
     """Graph signal: memories fetched per reached entity, so a hub cannot flood the walk."""
     graph_depth: int = Field(2, ge=1, le=6)
     """Graph signal: fact hops from the seeds."""
@@ -172,8 +177,11 @@ class SearchConfig(_Section):
     relation weights); a chain of one transitive relation continues without extra decay."""
     graph_max_seeds: int = Field(16, ge=1, le=1000)
     """Graph signal: at most this many query entities are linked (longest names first)."""
-    graph_max_frontier: int = Field(64, ge=1, le=10_000)
-    """Graph signal: entities expanded per hop at most (linked ones first, then the least mentioned)."""
+    graph_max_frontier: int = Field(16, ge=1, le=10_000)
+    """Graph signal: entities reached and expanded per hop at most (linked ones first, then the least
+    mentioned)."""
+    graph_max_facts: int = Field(16, ge=1, le=10_000)
+    """Graph signal: facts read per expanded entity per hop, so a hub costs no more than a leaf."""
     decay_half_life_days: dict[str, float] = Field(default_factory=dict)
     """Per memory type (``semantic``, ``episodic``, ``procedural``): the age in days at which a
     memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not

@@ -142,7 +142,7 @@ def test_ppr_reaches_memories_through_shared_names(mem: Memory, uid: str) -> Non
                        "The founder of the Physics Journal Club published a quiet memoir."):
         mem.add(distractor, infer=False, user_id=uid)
     journal, society = a["results"][0]["id"], b["results"][0]["id"]
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY)
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_seed_memories=0)  # the named entity only
     out = mem.search("Who founded the publisher of the Journal of Quiet Physics?", user_id=uid, explain=True)
     got = ids(out)
     assert got[:2] == [journal, society]

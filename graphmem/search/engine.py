@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..config import SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, utcnow
@@ -21,11 +22,13 @@ from .fusion import fuse
 from .graph import GraphResult, graph_candidates, graph_query
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
     from ..embedding import Embedder
     from ..ontology import Ontology
     from ..stores.base import Store
     from .rerank import Reranker
+
+
+_TEXT_ONLY = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.0})
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ def run_search(
     records = {**sub.records, **cands.records}
     graph = GraphResult()
     if gq is not None:
-        seeds = {f.id: f.score for f in fuse(signals, cfg)[: cfg.graph_seed_memories]}
+        # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)
+        text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
+        seeds = {f.id: f.score for f in fuse(signals, text_cfg)[: cfg.graph_seed_memories]}
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
         graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)

@@ -25,6 +25,13 @@ def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) ->
     if cfg.normalize == "minmax" and hits:  # each signal spans [0, 1] over this query's candidates
         hi, lo = max(s for _, s in hits), min(s for _, s in hits)
         return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in hits}
+    if cfg.normalize == "zscore" and hits:  # how far a hit stands out of this signal's candidates
+        values = [s for _, s in hits]
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        if std == 0:
+            return {i: 0.5 for i, _ in hits}
+        return {i: 1.0 / (1.0 + math.exp(-(s - mean) / std)) for i, s in hits}
     if signal in ("vector", "graph"):  # cosine; graph scores are already in [0, 1]
         return {i: max(0.0, min(1.0, s)) for i, s in hits}
     if cfg.fulltext_norm == "sigmoid":

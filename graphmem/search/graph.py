@@ -39,7 +39,6 @@ memory reached only through a mention is explained by the entity it mentions.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +48,7 @@ from rdflib.namespace import OWL, RDFS
 
 from ..models import Relation, norm_name
 from ..stores.base import GraphQuery, Subgraph
+from ..stores.text import STOPWORDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -107,8 +107,17 @@ def query_ngrams(text: str, longest: int = 4) -> list[str]:
     out: dict[str, None] = {}
     for n in range(longest, 0, -1):
         for i in range(len(words) - n + 1):
-            out.setdefault(norm_name(" ".join(words[i : i + n])), None)
+            gram = words[i : i + n]
+            if all(w in STOPWORDS or len(w) < 2 for w in gram):  # "of the", "'s": never a name
+                continue
+            out.setdefault(norm_name(" ".join(gram)), None)
     return [k for k in out if k]
+
+
+def _outermost(keys: list[str]) -> set[str]:
+    """Keys not inside a longer key: "journal" is dropped when "journal of physics" was linked."""
+    padded = [f" {k} " for k in keys]
+    return {k for k in keys if not any(len(o) > len(k) + 2 and f" {k} " in o for o in padded)}
 
 
 def _short(ontology: Ontology | None, iri: str) -> str:
@@ -121,7 +130,8 @@ def graph_query(query: str, cfg: SearchConfig, as_of: datetime | None = None) ->
     return GraphQuery(
         keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
         seed_memories=cfg.graph_seed_memories if cfg.graph_scoring == "ppr" else 0, depth=cfg.graph_depth,
-        max_frontier=cfg.graph_max_frontier, max_mentions=cfg.graph_max_mentions, as_of=as_of,
+        max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
+        as_of=as_of,
     )
 
 
@@ -297,9 +307,12 @@ def _ppr(
         dst.append(index[b])
         wts.append(w)
 
+    def specific(eid: str) -> float:  # a name few memories carry says more (HippoRAG: 1 / |passages|)
+        return float((1 + sub.degree.get(eid, 0)) ** -cfg.graph_specificity)
+
     for mid, eid in sub.mentions:
         if eid in index:
-            edge(mid, eid, 1.0)
+            edge(mid, eid, specific(eid))
             edge(eid, mid, 1.0)
     for rel in sub.relations:
         if rel.target_id is None or rel.target_id not in index or rel.source_id not in index:
@@ -312,10 +325,12 @@ def _ppr(
             edge(rel.target_id, rel.source_id, w)
     n = len(index)
     restart = np.zeros(n)
-    for eid in sub.linked.values():
-        restart[index[eid]] += 1.0 / math.log2(2 + sub.degree.get(eid, 0))
+    outer = _outermost(list(sub.linked))
+    for key, eid in sub.linked.items():
+        if key in outer:
+            restart[index[eid]] += specific(eid)
     for eid in widened:  # entities of a class the query names restart the walk too, at half weight
-        restart[index[eid]] += 0.5 / math.log2(2 + sub.degree.get(eid, 0))
+        restart[index[eid]] += 0.5 * specific(eid)
     for mid, score in seeds.items():
         if score > 0:
             restart[index[mid]] += cfg.graph_seed_weight * score

@@ -133,10 +133,12 @@ class GraphQuery:
     """The best this-many vector hits and full-text hits also seed the walk with their entities."""
     depth: int = 2
     """Fact hops from the seeds."""
-    max_frontier: int = 64
+    max_frontier: int = 16
     """Entities expanded per hop: linked ones first, then the least mentioned (rare names are the
-    specific ones), then by id."""
-    max_mentions: int = 32
+    specific ones), then by id. Also how many new entities a hop reaches, in that order."""
+    max_facts: int = 16
+    """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
+    max_mentions: int = 8
     """Memories fetched per reached entity (by memory id): a hub cannot flood the result."""
     as_of: datetime | None = None
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
@@ -175,8 +177,10 @@ class StoreInfo:
 
 
 def seed_ids(cands: Candidates, n: int) -> list[str]:
-    """The best ``n`` vector hits, then the best ``n`` full-text hits not among them."""
-    return list(dict.fromkeys([i for i, _ in cands.vector[:n]] + [i for i, _ in cands.fulltext[:n]]))
+    """The best ``n`` vector hits with a real similarity (cosine > 1e-6: below that the order is float
+    noise, which differs between backends), then the best ``n`` full-text hits not among them."""
+    vector = [i for i, s in cands.vector if s > 1e-6][:n]
+    return list(dict.fromkeys(vector + [i for i, _ in cands.fulltext[:n]]))
 
 
 class Store(ABC):
@@ -276,9 +280,12 @@ class Store(ABC):
     ) -> Subgraph:
         """The subgraph around a query (see :class:`GraphQuery` for the walk), in one round trip.
 
-        Expansion: the linked entities and those ``seed_memories`` mention form the first frontier;
-        each hop takes the facts touching the frontier (both directions) and makes their unseen ends
-        the next frontier. Each frontier is cut to ``max_frontier`` entities in the stated order.
+        Expansion: the linked entities and those ``seed_memories`` mention are reached and form the
+        first frontier (cut to ``max_frontier`` in the stated order). Each hop reads, per frontier
+        entity, its first ``max_facts`` facts by id (valid at ``as_of``, or open; either direction);
+        their unseen in-scope ends, ordered by (mentions, id) and cut to ``max_frontier``, are reached
+        and form the next frontier. Facts are kept when both ends (a datatype fact: its source) are
+        reached. Mentions and degrees are read for every reached entity.
         """
 
     def search(

@@ -331,23 +331,29 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
                       ("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)",
                        [iso(q.as_of)] * 2))
     facts: dict[str, Relation] = {}
+    rwhere, rparams = scope_sql(scope, alias="r", indexed=False)
     for _ in range(q.depth):
         if not frontier:
             break
-        marks = _marks(len(frontier))
-        rwhere, rparams = scope_sql(scope, alias="r", indexed=False)
-        found = _relations(conn, f"{valid} AND (r.source_id IN ({marks}) OR r.target_id IN ({marks})) AND {rwhere}",
-                           [*vparams, *frontier, *frontier, *rparams])
-        fresh: list[str] = []
+        wanted: dict[str, None] = {}
+        for eid in frontier:  # each entity's first max_facts facts by id: a hub costs no more than a leaf
+            wanted.update(dict.fromkeys(r[0] for r in conn.execute(
+                f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {rwhere} "
+                "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *rparams, q.max_facts])))
+        ids = [i for i in wanted if i not in facts]
+        found = _relations(conn, f"r.id IN ({_marks(len(ids))})", ids) if ids else []
+        ends: dict[str, None] = {}
         for rel in found:
-            facts.setdefault(rel.id, rel)
+            facts[rel.id] = rel
             for end in (rel.source_id, rel.target_id):
-                if end is not None and end not in out.entities and end not in fresh:
-                    fresh.append(end)
-        _fetch_entities(conn, scope, out, fresh)
-        fresh = [i for i in fresh if i in out.entities]  # in scope
-        _degrees(conn, out, fresh)
-        frontier = sorted(fresh, key=lambda i: (out.degree.get(i, 0), i))[: q.max_frontier]
+                if end is not None and end not in out.entities:
+                    ends[end] = None
+        fresh = Subgraph()
+        _fetch_entities(conn, scope, fresh, list(ends))  # in scope
+        _degrees(conn, fresh, list(fresh.entities))
+        frontier = sorted(fresh.entities, key=lambda i: (fresh.degree[i], i))[: q.max_frontier]
+        out.entities.update((i, fresh.entities[i]) for i in frontier)
+        out.degree.update((i, fresh.degree[i]) for i in frontier)
     out.relations = sorted((r for r in facts.values() if r.source_id in out.entities
                             and (r.target_id is None or r.target_id in out.entities)), key=lambda r: r.id)
     for eid in sorted(out.entities):
