@@ -2,7 +2,8 @@
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|minilm|NAME]
         [--modes vector,fulltext,graph,hybrid,hybrid_rrf,mem0] [--k 5,10] [--extract rules|none]
-        [--speaker-prefix] [--limit-collections N] [--limit-queries N] [--out result.json]
+        [--speaker-prefix] [--granularity sentence|message] [--home DIR] [--limit-collections N]
+        [--limit-queries N] [--out result.json]
 
 Each collection is ingested into its own scope (``user_id`` = collection id) through the public API,
 one ``add`` per doc (a message from its speaker at its own time, so event times stay right), keeping
@@ -14,6 +15,8 @@ rule-based extractor splits docs into sentence memories and writes entities and 
 returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``. Retrieved memories are
 mapped to their doc (or its group when ``gold_level`` is ``group``), first occurrence wins, then cut
 at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
+Latency is per search with the query embedding excluded (it is timed once per query, ``embed_ms``).
+``--home DIR`` keeps the ingested store, so a slow ingest (a local transformer on a CPU) is paid once.
 """
 
 from __future__ import annotations
@@ -199,28 +202,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}; known: {', '.join(ALL_MODES)}")
     colls = data["collections"][: args.limit_collections] if args.limit_collections else data["collections"]
-    home = Path(tempfile.mkdtemp(prefix="gm-retrieval-"))
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="gm-retrieval-"))
+    home.mkdir(parents=True, exist_ok=True)
+    marker = home / "ingested.json"
+    done: dict[str, Any] = json.loads(marker.read_text()) if args.home and marker.exists() else {}
     mem = Memory.from_config(build_config(args.backend, args.embedder, home, args.granularity))
+    embed_one = mem.embedder.embed_one
+    query_vectors: dict[str, Any] = {}
+    mem.embedder.embed_one = lambda text: query_vectors[text] if text in query_vectors else embed_one(text)  # type: ignore[method-assign]
     mem0 = Mem0Scorer(mem)
     top = max(ks) * 3
     hits: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in modes}
     lat: dict[str, list[float]] = {m: [] for m in modes}
     embed_ms: list[float] = []
     unavailable: set[str] = set()
-    ingest_s = 0.0
+    ingest_s: float | None = 0.0
     memories = docs = queries = 0
     try:
         for coll in colls:
-            if args.backend == "neo4j":
-                mem.delete_all(user_id=coll["id"])
             t0 = time.perf_counter()
-            if args.prefetch:
-                texts = [doc_text(d, args.speaker_prefix) for d in coll["docs"]]
-                if args.extract == "rules":
-                    texts += entity_names(mem, coll, args.speaker_prefix)
-                prefetch_embeddings(mem, texts)
-            memories += ingest(mem, coll, infer=args.extract == "rules", speaker_prefix=args.speaker_prefix)
-            ingest_s += time.perf_counter() - t0
+            if coll["id"] in done:  # --home: this collection was ingested by an earlier run
+                memories += done[coll["id"]]["memories"]
+                earlier = done[coll["id"]].get("ingest_s")  # None: not measured (e.g. a resumed ingest)
+                ingest_s = ingest_s + earlier if ingest_s is not None and earlier is not None else None
+            else:
+                if args.backend == "neo4j":
+                    mem.delete_all(user_id=coll["id"])
+                if args.prefetch:
+                    texts = [doc_text(d, args.speaker_prefix) for d in coll["docs"]]
+                    if args.extract == "rules":
+                        texts += entity_names(mem, coll, args.speaker_prefix)
+                    prefetch_embeddings(mem, texts)
+                stored = ingest(mem, coll, infer=args.extract == "rules", speaker_prefix=args.speaker_prefix)
+                memories += stored
+                ingest_s = ingest_s + time.perf_counter() - t0 if ingest_s is not None else None
+                if args.home:
+                    done[coll["id"]] = {"memories": stored, "ingest_s": round(time.perf_counter() - t0, 2)}
+                    marker.write_text(json.dumps(done))
             docs += len(coll["docs"])
             doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
             qs = [q for q in coll["queries"] if q.get("gold")]
@@ -230,7 +248,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 unavailable.add("graph")
             for q in qs:
                 queries += 1
-                embed_ms.append(timed(mem.embedder.embed_one, q["text"])[1])
+                vector, ms = timed(embed_one, q["text"])
+                embed_ms.append(ms)
+                query_vectors[q["text"]] = vector  # search latency below excludes the query embedding
                 gold = set(q["gold"])
                 for mode in modes:
                     if mode in unavailable:
@@ -247,11 +267,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         r = len(gold & set(ranked[:k])) / len(gold)
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
-            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {ingest_s:.1f}s so far",
+            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {ingest_s}s so far",
                   file=sys.stderr)
     finally:
         mem.close()
-        shutil.rmtree(home, ignore_errors=True)
+        if not args.home:
+            shutil.rmtree(home, ignore_errors=True)
     recall: dict[str, Any] = {}
     latency: dict[str, Any] = {}
     for mode in modes:
@@ -261,7 +282,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         recall[mode] = {key: round(statistics.fmean(v), 4) for key, v in sorted(hits[mode].items())}
         latency[mode] = {"p50": round(pct(lat[mode], 0.5), 2), "p95": round(pct(lat[mode], 0.95), 2)}
     return {
-        "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2),
+        "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
                    "extract": args.extract, "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
                    "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top,
@@ -307,6 +328,9 @@ def main() -> int:
                    help="rule extraction: a memory per sentence or per doc")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="embed inside each add only (slower with a local transformer)")
+    p.add_argument("--home", default=None,
+                   help="keep the store in this folder and reuse the collections an earlier run ingested there "
+                        "(same file, backend, embedder and extraction options)")
     p.add_argument("--limit-collections", type=int, default=None)
     p.add_argument("--limit-queries", type=int, default=None)
     p.add_argument("--out", default=None)
