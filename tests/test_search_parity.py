@@ -5,6 +5,10 @@ and backend, and the shared scorer the same ranking. The data is built twice thr
 ``Memory`` API with ids and clock made deterministic, so "the same" can be checked id for id: which
 memories of a hub are fetched and how ties in the frontier break both depend on id order.
 
+The walk's caps are exercised on purpose: Dora is a hub of facts (more than ``graph_max_facts``,
+incoming and outgoing, one closed) whose pals differ in mentions, so a hop has more unseen ends than
+``graph_max_frontier`` and the cut (least mentioned first, then id) is not the id order.
+
 Full-text scores are backend-specific (FTS5 and Lucene implement BM25 differently), so the ranking
 checks leave the full-text signal out of the fusion; its hits still seed the walk, and the data keeps
 them identical on both backends.
@@ -30,9 +34,9 @@ from graphmem import Memory, MemoryConfig
 from graphmem.config import SearchConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.filters import parse as parse_filters
-from graphmem.models import Scope
+from graphmem.models import Relation, Scope
 from graphmem.search.graph import graph_query
-from graphmem.stores.base import Candidates, GraphWrite, Store, Subgraph
+from graphmem.stores.base import Candidates, GraphQuery, GraphWrite, Store, Subgraph
 from graphmem.stores.neo4j import Neo4jStore
 
 from .conftest import make_config
@@ -42,6 +46,12 @@ GM = "https://graphmem.dev/ontology#"
 MAX_MENTIONS = 3
 """Small, so the hub (Ana, in six memories) has more mentions than a walk fetches."""
 NO_FULLTEXT = {"vector": 0.6, "fulltext": 0.0, "graph": 0.5}
+PALS = ("Elif", "Farid", "Gaia", "Hiro", "Ines", "Joaquim", "Kofi", "Lena", "Mateo", "Nadia", "Omar", "Priya",
+        "Quinn", "Rosa", "Sven", "Tariq", "Umberto", "Viktor", "Wen", "Yara")
+"""Dora's pals: four per memory; every fifth knows Dora (an incoming fact), the others Dora knows them."""
+HUB_TEXTS = ("The reading group met on a rainy Tuesday", "A long table was set under the fig tree",
+             "Someone brought a crate of oranges", "The quiz night ran past midnight",
+             "Postcards arrived from five countries")
 
 
 class SpreadEmbedder(HashingEmbedder):
@@ -135,6 +145,22 @@ def build(mem: Memory, uid: str, prefix: str) -> World:
                 fact("Niterói", "locatedIn", "Rio de Janeiro State", "City", "Region"), user=user)
             add(tag + "state", "Carnival draws crowds each February",
                 fact("Rio de Janeiro State", "locatedIn", "Brazil", "Region", "Country"), user=user)
+            # The hub of facts: 22 facts touch Dora, 21 open (max_facts cuts them), in both directions.
+            # Pals 1, 5, 9, 13, 17 live somewhere (a second hop); pals 0, 4, 8, 12 are mentioned twice,
+            # so they come last in a hop's cut of unseen ends.
+            add(tag + "dora-old", "The garden by the old mill was hers",
+                fact("Dora", "livesIn", "Evora", "Person", "City"), user=user)
+            for j, text in enumerate(HUB_TEXTS):
+                pals = [(i, PALS[i]) for i in range(4 * j, 4 * j + 4)]
+                add(tag + f"dora{j}", text, *(
+                    fact(p, "knows", "Dora", "Person", "Person") if i % 5 == 2 else
+                    fact("Dora", "knows", p, "Person", "Person") for i, p in pals),
+                    fact(PALS[4 * j + 1], "livesIn", ("Sintra", "Faro")[j % 2], "Person", "City"), user=user)
+            add(tag + "dora-new", "Boxes filled the hallway for a week",
+                fact("Dora", "livesIn", "Braga", "Person", "City"), user=user)
+            add(tag + "pals", "Two friendships began at the chess table",
+                fact(PALS[0], "knows", PALS[4], "Person", "Person"),
+                fact(PALS[8], "knows", PALS[12], "Person", "Person"), user=user)
         add("title", "Her card says lead engineer", fact("Ana", "jobTitle", "Lead engineer", "Person"))
         add("porto", "He rented a flat near the river", fact("Bruno", "livesIn", "Porto", "Person", "City"))
         as_of = T0 + timedelta(seconds=100)
@@ -219,7 +245,25 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     # Frontier cuts: which entities are expanded (least mentioned first) decides what is reached.
     ("Acme", {"depth": 3, "frontier": 2, "seeds": 0}),
     ("Bruno", {"frontier": 2}),
+    # The hub of facts: per-entity fact caps, and hops with more unseen ends than the frontier.
+    ("Dora", {}),
+    ("Dora", {"facts": 64}),  # 21 ends, 16 reached
+    ("Dora", {"facts": 64, "frontier": 64}),  # nothing cut
+    ("Dora", {"facts": 3, "depth": 3}),
+    ("Dora", {"facts": 64, "frontier": 4, "depth": 3, "seeds": 0}),
+    ("Dora and Farid", {"facts": 5, "frontier": 3, "depth": 3}),
+    ("Elif knows Rosa", {}),
 ]
+
+
+def search_config(opts: dict[str, Any], **kw: Any) -> SearchConfig:
+    """The walk of a :data:`QUERIES` entry; the defaults otherwise (frontier and facts included)."""
+    base = SearchConfig()
+    return SearchConfig(
+        graph_max_mentions=MAX_MENTIONS, graph_depth=opts.get("depth", base.graph_depth),
+        graph_max_frontier=opts.get("frontier", base.graph_max_frontier),
+        graph_max_facts=opts.get("facts", base.graph_max_facts),
+        graph_seed_memories=opts.get("seeds", base.graph_seed_memories), **kw)
 
 
 def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> None:
@@ -228,8 +272,7 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
     scope = Scope(user_id=neo.uid)
     reached_hub = False
     for text, opts in QUERIES:
-        cfg = SearchConfig(graph_max_mentions=MAX_MENTIONS, graph_depth=opts.get("depth", 2),
-                           graph_max_frontier=opts.get("frontier", 64), graph_seed_memories=opts.get("seeds", 8))
+        cfg = search_config(opts)
         kw: dict[str, Any] = {"filters": opts.get("filters")}
         if opts.get("as_of"):
             assert lite.as_of == neo.as_of
@@ -253,6 +296,52 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
             reached_hub = True
             assert sum(1 for _, e in one_s.mentions if e == ana.id) >= MAX_MENTIONS, where
     assert reached_hub
+
+
+def test_walk_caps(worlds: tuple[World, World]) -> None:
+    """max_facts and max_frontier cut as GraphQuery says, on each backend (not only alike)."""
+    for w in worlds:
+        check_caps(w)
+
+
+def check_caps(w: World) -> None:
+    store, scope = w.mem.store, Scope(user_id=w.uid)
+    dora = store.find_entities(scope, ["dora"])["dora"].id
+    touching = sorted((r for r in store.relations(scope) if dora in (r.source_id, r.target_id)),
+                      key=lambda r: r.id)
+    open_facts = [r for r in touching if r.valid_to is None]
+    assert (len(touching), len(open_facts)) == (22, 21)
+    assert touching[0].valid_to is not None  # the closed fact has the smallest id: it must not count
+
+    def walk(depth: int, facts: int, frontier: int) -> Subgraph:
+        return store.neighbourhood(scope, GraphQuery(keys=("dora",), depth=depth, max_facts=facts,
+                                                     max_frontier=frontier, max_mentions=MAX_MENTIONS))
+
+    def other(r: Relation) -> str:
+        return r.source_id if r.target_id == dora else str(r.target_id)
+
+    # Per expanded entity, its first max_facts open facts by id, both directions counted together.
+    capped = walk(1, 3, 64)
+    first = open_facts[:3]
+    assert capped.relations == first
+    assert {r.source_id == dora for r in first} == {True, False}
+    assert set(capped.entities) == {dora, *map(other, first)}
+    # A hop's unseen ends: the least mentioned, then by id, cut to max_frontier, are reached.
+    full = walk(1, 64, 64)
+    ends = set(full.entities) - {dora}
+    assert ends == {other(r) for r in open_facts} and len(ends) == 21
+    cut = walk(1, 64, 4)
+    want = sorted(ends, key=lambda i: (full.degree[i], i))[:4]
+    assert want != sorted(ends)[:4]  # the mentions decide, not the ids alone
+    assert set(cut.entities) == {dora, *want}
+    assert set(cut.degree) == set(cut.entities)
+    assert cut.relations == [r for r in full.relations if r.source_id in cut.entities
+                             and (r.target_id is None or r.target_id in cut.entities)]
+    # Only what a hop reached is expanded by the next: the second hop starts from those four.
+    deep = walk(2, 64, 4)
+    beyond = {e for r in store.relations(scope, include_closed=False) if r.source_id in want or r.target_id in want
+              for e in (r.source_id, r.target_id) if e is not None and e not in cut.entities}
+    assert 0 < len(beyond) <= 4 and set(deep.entities) == set(cut.entities) | beyond
 
 
 def test_as_of_and_depth_change_the_subgraph(worlds: tuple[World, World]) -> None:
@@ -283,9 +372,7 @@ def test_memory_search_ranks_alike(worlds: tuple[World, World], monkeypatch: pyt
         if opts.get("as_of"):
             kw["as_of"] = neo.as_of
         for w in (lite, neo):
-            w.mem.config.search = SearchConfig(
-                weights=NO_FULLTEXT, graph_max_mentions=MAX_MENTIONS, graph_depth=opts.get("depth", 2),
-                graph_max_frontier=opts.get("frontier", 64), graph_seed_memories=opts.get("seeds", 8))
+            w.mem.config.search = search_config(opts, weights=NO_FULLTEXT)
         got = {name: w.mem.search(text, user_id=w.uid, top_k=20, explain=True, **kw)
                for name, w in (("sqlite", lite), ("neo4j", neo))}
         where = f"query {text!r} {opts}"

@@ -113,6 +113,8 @@ _ATOMIC_DELETE_MAX: Final = 20_000
 """Scopes up to this size are deleted in one transaction (see ``Neo4jStore.delete_scope``)."""
 _DELETE_CHUNK: Final = 10_000
 _BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
+_SEED_MIN_COSINE: Final = 1e-6
+"""Vector hits at or below this cosine seed no walk: ``seed_ids`` of ``stores/base.py``, in Cypher."""
 
 """Scope index to force, most selective first: a run lies inside a user, an agent spans users."""
 
@@ -1227,10 +1229,13 @@ class Neo4jStore(Store):
         n = int(graph_query.seed_memories)
         params = plan.params
         params["g_seed_n"] = n
+        params["g_seed_min"] = _SEED_MIN_COSINE
         vh = "vh" if plan.vector else "[]"
         fh = "fh" if plan.text else "[]"
+        # seed_ids in Cypher: hits hold (1 + cos) / 2, the cosine is 2 * s - 1 (as _finish_candidates reads it)
+        seeds = f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
         body = graph.neighbourhood_cypher(
-            scope, graph_query, params, seeds=f"[h IN {vh}[..$g_seed_n] | h.id] + [h IN {fh}[..$g_seed_n] | h.id]",
+            scope, graph_query, params, seeds=seeds,
             skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]", records_where=plan.cond, record_proj=_MEMORY_PROJ,
             carry=plan.columns,
         )
@@ -1240,8 +1245,9 @@ class Neo4jStore(Store):
         assert row is not None  # _finish_candidates raised otherwise
         first = {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
         if cands.round_trips > 1:  # a fallback changed the hit lists: were the seeds the same?
-            used = {h["id"] for hits in first.values() for h in hits[:n]}
-            if used != set(seed_ids(cands, n)):
+            firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
+                                fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
+            if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
                 sub = self.neighbourhood(scope, graph_query, seed_ids(cands, n), flt)
                 cands.round_trips += 1
                 return cands, sub

@@ -850,7 +850,7 @@ def neighbourhood_cypher(
     ``q.depth`` and ``q.as_of`` being set; every value goes into ``params``.
     """
     params.update(g_keys=list(q.keys), g_max_seeds=int(q.max_seeds), g_max_frontier=int(q.max_frontier),
-                  g_max_mentions=int(q.max_mentions))
+                  g_max_facts=int(q.max_facts), g_max_mentions=int(q.max_mentions))
     if q.as_of is not None:
         params["g_as_of"] = to_utc(q.as_of)
         valid = "(r.valid_from IS NULL OR r.valid_from <= $g_as_of) AND (r.valid_to IS NULL OR r.valid_to > $g_as_of)"
@@ -859,7 +859,7 @@ def neighbourhood_cypher(
     hint = _hint_field(scope)
     keep = "".join(f"{c}, " for c in carry)
     state = f"{keep}g_skip, g_linked, g_seed_pairs"
-    in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x", "s", "o")}
+    in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x")}
     parts = [
         f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
         # Linking: per key the oldest entity having it as name or alias, keys in order, no entity twice.
@@ -885,23 +885,25 @@ def neighbourhood_cypher(
     ]
     for _ in range(q.depth):
         parts += [
-            # Facts touching the frontier, both directions (MENTIONS are not facts: skipped by type).
-            "CALL (g_frontier) { UNWIND g_frontier AS e CALL (e) { "
+            # Per frontier entity, its first max_facts facts by id, both directions counted together
+            # (MENTIONS are not facts: skipped by type). A hub costs no more than a leaf.
+            "CALL (g_frontier) { UNWIND g_frontier AS e CALL (e) { CALL (e) { "
             f"MATCH (e)-[r]->(o) WHERE (o:Entity OR o:Value) AND {valid} AND {in_scope['r']} RETURN r, e AS s, o "
             f"UNION MATCH (s:Entity)-[r:!MENTIONS]->(e) WHERE {valid} AND {in_scope['r']} RETURN r, s, e AS o }} "
+            "WITH r, s, o ORDER BY r.id LIMIT $g_max_facts RETURN r, s, o } "
             "RETURN collect(DISTINCT [r, s, o]) AS g_found }",
-            # Their unseen ends in scope: all reached; the least mentioned are the next frontier.
+            # Their unseen ends in scope, least mentioned first, cut to max_frontier: those are reached
+            # and are the next frontier.
             "CALL (g_found, g_seen) { UNWIND g_found AS f UNWIND [f[1], f[2]] AS x "
             f"WITH DISTINCT x WHERE x:Entity AND NOT x IN g_seen AND {in_scope['x']} "
-            f"WITH x, {_DEGREE.format(v='x')} AS d ORDER BY d, x.id RETURN collect(x) AS g_fresh }}",
-            f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh[..$g_max_frontier] AS g_frontier, "
-            "g_facts + g_found AS g_facts",
+            f"WITH x, {_DEGREE.format(v='x')} AS d ORDER BY d, x.id LIMIT $g_max_frontier "
+            "RETURN collect(x) AS g_fresh }",
+            f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh AS g_frontier, g_facts + g_found AS g_facts",
         ]
     parts += [
-        # Facts whose ends were both reached (a literal's subject alone). Every in-scope entity end of
-        # a fact found is reached, so "reached" is the scope test (a list lookup per fact was slow).
-        "CALL (g_facts) { UNWIND g_facts AS f WITH DISTINCT f[0] AS r, f[1] AS s, f[2] AS o "
-        f"WHERE {in_scope['s']} AND (o:Value OR (o:Entity AND {in_scope['o']})) "
+        # Facts whose ends were both reached (a literal's subject alone).
+        "CALL (g_facts, g_seen) { UNWIND g_facts AS f WITH DISTINCT f[0] AS r, f[1] AS s, f[2] AS o "
+        "WHERE s IN g_seen AND (o:Value OR o IN g_seen) "
         f"RETURN collect({{fact: {_rel_proj('r')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
         "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
         "collect(coalesce(r.memory_ids, [])) AS g_prov }",
