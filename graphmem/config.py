@@ -133,12 +133,14 @@ class SearchConfig(_Section):
     signal and weak in the other still reaches the fused list."""
     fusion: Literal["weighted", "rrf"] = "weighted"
     """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.5})
-    """Per-signal fusion weights. ``graph`` (traversal from the query's entities, see
-    :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to 0 to skip it.
-    Graph 0.5 measured best of 0/0.2/0.3/0.5 with vector and full text at 0.6/0.4 (``bench/retrieval.py``,
-    hashing embedder, rule extraction): recall@5 MuSiQue-100 0.363 -> 0.375, LoCoMo (3 conversations)
-    0.467 -> 0.480, multi-hop 0.172 -> 0.198; 1.0 was worse on LoCoMo (0.410 of 0.423, 2 conversations)."""
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.4, "fulltext": 0.6, "graph": 0.5})
+    """Per-signal fusion weights. ``graph`` (Personalized PageRank from the query's entities and the
+    best text hits, see :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to
+    0 to skip it. Measured with ``bench/retrieval.py`` (all-MiniLM-L6-v2, rule extraction, a memory
+    per turn), recall@5: LoCoMo 0.550 with 0.6/0.4/0.5, 0.572 with 0.4/0.6/0.5, 0.571 with
+    0.3/0.7/0.5 (full text alone 0.551, graph alone 0.551, vector alone 0.367); MuSiQue prefers the
+    dense signal (0.597 with 0.6/0.4, 0.561 with 0.4/0.6; vector alone 0.622; ``normalize: zscore``
+    0.617). Cosine scores bunch together, so with ``normalize: scale`` the full-text weight steers."""
     normalize: Literal["scale", "minmax", "zscore"] = "scale"
     """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
     ``minmax`` stretches each signal over the query's candidates to [0, 1]; ``zscore`` maps each
