@@ -39,7 +39,16 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import numpy as np
-from neo4j import Driver, GraphDatabase, ManagedTransaction, NotificationMinimumSeverity, Record, Session
+from neo4j import (
+    READ_ACCESS,
+    WRITE_ACCESS,
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    NotificationMinimumSeverity,
+    Record,
+    Session,
+)
 from neo4j import exceptions as neo4j_errors
 
 from ..config import SearchConfig, StoreConfig
@@ -424,16 +433,23 @@ def _to_datetime(value: Any) -> datetime | None:
     return graph.to_datetime(value)
 
 
+_new_record: Final = graph.constructor(MemoryRecord)
+_MEMORY_TYPES: Final = {t.value: t for t in MemoryType}
+_RECORD_TIMES: Final = tuple(TIME_FIELDS)
+
+
 def _record(row: dict[str, Any]) -> MemoryRecord:
+    """A record from a :data:`_MEMORY_PROJ` row, unvalidated (it was on the way in; a search builds
+    hundreds, so the lookups here are the cheap ones)."""
     data = {k: v for k, v in row.items() if v is not None}
-    for name in TIME_FIELDS:
+    for name in _RECORD_TIMES:
         if name in data:
             data[name] = _to_datetime(data[name])
-    data["metadata"] = json.loads(data["metadata"]) if "metadata" in data else {}
+    meta = data.get("metadata")
+    data["metadata"] = {} if meta is None or meta == "{}" else json.loads(meta)
     if "memory_type" in data:
-        data["memory_type"] = MemoryType(data["memory_type"])
-    # model_construct: rows were validated on the way in, and a search builds thousands of them
-    return MemoryRecord.model_construct(**data)
+        data["memory_type"] = _MEMORY_TYPES[data["memory_type"]]
+    return _new_record(data)
 
 
 def _history(row: dict[str, Any]) -> HistoryEvent:
@@ -590,18 +606,29 @@ class Neo4jStore(Store):
             suffix = "; nothing was written" if write else ""
             raise StoreError(f"Neo4j {what} failed: {exc}{suffix}") from exc
 
-    def _session(self) -> Session:
+    def _session(self, access_mode: str = WRITE_ACCESS) -> Session:
         if self._driver is None:
             raise StoreError("the Neo4j store is not open; call open() first")
-        return self._driver.session(database=self._cfg.database)
+        return self._driver.session(database=self._cfg.database, default_access_mode=access_mode)
 
     def _read(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._errors(what, write=False), self._session() as session:
             return session.execute_read(work)
 
     def _single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
-        """One read query, one row."""
-        return self._read(what, lambda tx: tx.run(query, params).single())
+        """One read query, one row, as an auto-commit READ transaction: RUN and PULL leave together,
+        one network round trip, where ``execute_read`` adds a BEGIN and a COMMIT exchange (~2 ms of a
+        search here). The driver retries no auto-commit query, so a retryable failure (connection
+        lost, transient server error) runs it again through ``execute_read``, which retries."""
+        with self._errors(what, write=False):
+            try:
+                with self._session(READ_ACCESS) as session:
+                    return session.run(query, params).single()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not exc.is_retryable():
+                    raise
+            with self._session(READ_ACCESS) as session:
+                return session.execute_read(lambda tx: tx.run(query, params).single())
 
     def _write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._errors(what, write=True), self._session() as session:
@@ -1184,10 +1211,11 @@ class Neo4jStore(Store):
         for hit in vhits:
             cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
             out.vector.append((hit["id"], cosine))
-            out.records.setdefault(hit["id"], _record(hit["rec"]))
+            out.records[hit["id"]] = _record(hit["rec"])
         for hit in fhits:
             out.fulltext.append((hit["id"], float(hit["s"])))
-            out.records.setdefault(hit["id"], _record(hit["rec"]))
+            if hit["id"] not in out.records:
+                out.records[hit["id"]] = _record(hit["rec"])
         return out
 
     def neighbourhood(
