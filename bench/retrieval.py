@@ -185,6 +185,10 @@ def graph_available(mem: Memory, user_id: str, query: str) -> bool:
     return any("graph" in (r.get("score_details") or {}) for r in out["results"])
 
 
+def _secs(value: float | None) -> str:
+    return "(time not measured)" if value is None else f"{value:.1f}s"
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -267,7 +271,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         r = len(gold & set(ranked[:k])) / len(gold)
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
-            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {ingest_s}s so far",
+            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {_secs(ingest_s)} so far",
                   file=sys.stderr)
     finally:
         mem.close()
@@ -310,7 +314,7 @@ def table(result: dict[str, Any]) -> str:
                      + f"{lat['p50']:>9.1f}{lat['p95']:>9.1f}")
     c = result["config"]
     lines.append(f"{c['file']} {c['backend']} {c['embedder']} extract={c['extract']}: {c['docs']} docs -> "
-                 f"{c['memories']} memories in {result['ingest_s']}s, {c['queries']} queries, "
+                 f"{c['memories']} memories in {_secs(result['ingest_s'])}, {c['queries']} queries, "
                  f"query embedding p50 {c['embed_ms']['p50']} ms")
     return "\n".join(lines)
 

@@ -555,16 +555,22 @@ class TripCounter:
         """Patch the Neo4j driver to count statements and flushes; yields whether that worked."""
         try:
             from neo4j._sync.io._bolt._common import Outbox
+            from neo4j._sync.work.session import Session
             from neo4j._sync.work.transaction import TransactionBase
         except ImportError:
             yield False
             return
         run: Callable[..., Any] = TransactionBase.run
+        auto_run: Callable[..., Any] = Session.run  # auto-commit statements (the store's one-query reads)
         flush: Callable[..., Any] = Outbox.flush
 
         def counted_run(tx: Any, *args: Any, **kwargs: Any) -> Any:
             self.statements += 1
             return run(tx, *args, **kwargs)
+
+        def counted_auto_run(session: Any, *args: Any, **kwargs: Any) -> Any:
+            self.statements += 1
+            return auto_run(session, *args, **kwargs)
 
         def counted_flush(box: Any, *args: Any, **kwargs: Any) -> Any:
             sent = flush(box, *args, **kwargs)
@@ -572,11 +578,13 @@ class TripCounter:
             return sent
 
         setattr(TransactionBase, "run", counted_run)  # noqa: B010 (patching a class, not an attribute typo)
+        setattr(Session, "run", counted_auto_run)  # noqa: B010
         setattr(Outbox, "flush", counted_flush)  # noqa: B010
         try:
             yield True
         finally:
             setattr(TransactionBase, "run", run)  # noqa: B010
+            setattr(Session, "run", auto_run)  # noqa: B010
             setattr(Outbox, "flush", flush)  # noqa: B010
 
 

@@ -176,10 +176,14 @@ class StoreInfo:
     dims: int
 
 
+SEED_MIN_COSINE = 1e-6
+"""Vector hits at or below this similarity never seed the graph walk: their order is float noise."""
+
+
 def seed_ids(cands: Candidates, n: int) -> list[str]:
     """The best ``n`` vector hits with a real similarity (cosine > 1e-6: below that the order is float
     noise, which differs between backends), then the best ``n`` full-text hits not among them."""
-    vector = [i for i, s in cands.vector if s > 1e-6][:n]
+    vector = [i for i, s in cands.vector if s > SEED_MIN_COSINE][:n]
     return list(dict.fromkeys(vector + [i for i, _ in cands.fulltext[:n]]))
 
 

@@ -75,6 +75,7 @@ from ..models import (
 )
 from . import neo4j_graph as graph
 from .base import (
+    SEED_MIN_COSINE,
     Candidates,
     GraphContext,
     GraphQuery,
@@ -122,8 +123,6 @@ _ATOMIC_DELETE_MAX: Final = 20_000
 """Scopes up to this size are deleted in one transaction (see ``Neo4jStore.delete_scope``)."""
 _DELETE_CHUNK: Final = 10_000
 _BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
-_SEED_MIN_COSINE: Final = 1e-6
-"""Vector hits at or below this cosine seed no walk: ``seed_ids`` of ``stores/base.py``, in Cypher."""
 
 """Scope index to force, most selective first: a run lies inside a user, an agent spans users."""
 
@@ -1257,7 +1256,7 @@ class Neo4jStore(Store):
         n = int(graph_query.seed_memories)
         params = plan.params
         params["g_seed_n"] = n
-        params["g_seed_min"] = _SEED_MIN_COSINE
+        params["g_seed_min"] = SEED_MIN_COSINE
         vh = "vh" if plan.vector else "[]"
         fh = "fh" if plan.text else "[]"
         # seed_ids in Cypher: hits hold (1 + cos) / 2, the cosine is 2 * s - 1 (as _finish_candidates reads it)
