@@ -124,8 +124,6 @@ _ATOMIC_DELETE_MAX: Final = 20_000
 _DELETE_CHUNK: Final = 10_000
 _BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 
-"""Scope index to force, most selective first: a run lies inside a user, an agent spans users."""
-
 _MEMORY_FIELDS: Final = (
     "id",
     "memory",
