@@ -133,14 +133,16 @@ class SearchConfig(_Section):
     signal and weak in the other still reaches the fused list."""
     fusion: Literal["weighted", "rrf"] = "weighted"
     """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.4, "fulltext": 0.6, "graph": 0.5})
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.5, "fulltext": 0.5, "graph": 0.8})
     """Per-signal fusion weights. ``graph`` (Personalized PageRank from the query's entities and the
     best text hits, see :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to
     0 to skip it. Measured with ``bench/retrieval.py`` (all-MiniLM-L6-v2, rule extraction, a memory
-    per turn), recall@5: LoCoMo 0.550 with 0.6/0.4/0.5, 0.572 with 0.4/0.6/0.5, 0.571 with
-    0.3/0.7/0.5 (full text alone 0.551, graph alone 0.551, vector alone 0.367); MuSiQue prefers the
-    dense signal (0.597 with 0.6/0.4, 0.561 with 0.4/0.6; vector alone 0.622; ``normalize: zscore``
-    0.617). Cosine scores bunch together, so with ``normalize: scale`` the full-text weight steers."""
+    per turn), recall@5 for vector/full text/graph weights .6/.4/.5, .4/.6/.5, .5/.5/.5, .5/.5/.8:
+    LoCoMo 0.550, 0.572, 0.556, 0.561 (vector alone 0.367, full text 0.551, mem0 mode 0.466);
+    MuSiQue 0.597, 0.561, 0.595, 0.595 (vector alone 0.622, full text 0.518, mem0 mode 0.592).
+    The default beats the mem0 mode on both and full text on LoCoMo; on MuSiQue the dense signal
+    alone stays ahead (``normalize: zscore`` reaches 0.617 there but 0.462 on LoCoMo). Cosine scores
+    bunch together, so with ``normalize: scale`` the full-text weight steers the ranking."""
     normalize: Literal["scale", "minmax", "zscore"] = "scale"
     """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
     ``minmax`` stretches each signal over the query's candidates to [0, 1]; ``zscore`` maps each

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .rerank import Reranker
 
 
-_TEXT_ONLY = SearchConfig(weights={"vector": 0.4, "fulltext": 0.6, "graph": 0.0})
+_TEXT_ONLY = SearchConfig(weights={"vector": 0.5, "fulltext": 0.5, "graph": 0.0})
 
 
 @dataclass(frozen=True)
