@@ -6,11 +6,13 @@ import hashlib
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, Final, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticUndefined
 
 from .errors import InvalidInputError, ScopeError
 
@@ -286,3 +288,42 @@ def parse_datetime(value: datetime | str | int | float, *, what: str) -> datetim
         except ValueError:
             pass
     raise InvalidInputError(f"{what}={value!r} is not a datetime, ISO-8601 string or Unix seconds")
+
+
+M = TypeVar("M", bound=BaseModel)
+_IMMUTABLE: Final = (type(None), type(PydanticUndefined), str, int, float, bool, Enum, tuple, frozenset)
+
+
+def row_builder(cls: type[M]) -> Callable[[dict[str, Any]], M]:
+    """``cls.model_construct(**values)`` without its per-call overhead, for stored rows (validated on the
+    way in). Every store builds its read results with these.
+
+    A search builds a few hundred models from rows (records, entities, facts): ``model_construct``
+    costs ~5 µs each, mostly resolving defaults field by field; this sets what it sets (the fields in
+    order, defaults for the missing ones, the fields given as set) in ~1.5 µs. Models with private
+    attributes, extra fields or a default factory that takes data keep ``model_construct``.
+    """
+    fields = cls.model_fields
+    if cls.__private_attributes__ or cls.model_config.get("extra") == "allow" or any(
+            getattr(f, "default_factory_takes_validated_data", False)
+            or not isinstance(f.default, _IMMUTABLE) for f in fields.values()):  # shared, not copied
+        return lambda values: cls.model_construct(**values)
+    defaults: list[tuple[str, Callable[[], Any] | None, Any]] = [
+        (name, cast("Callable[[], Any] | None", f.default_factory), f.default) for name, f in fields.items()]
+    new, put = object.__new__, object.__setattr__
+
+    def build(values: dict[str, Any]) -> M:
+        obj = new(cls)
+        put(obj, "__dict__", {name: values[name] if name in values else factory() if factory else default
+                              for name, factory, default in defaults})
+        put(obj, "__pydantic_fields_set__", set(values))
+        put(obj, "__pydantic_extra__", None)
+        put(obj, "__pydantic_private__", None)
+        return obj
+
+    return build
+
+
+build_record: Callable[[dict[str, Any]], MemoryRecord] = row_builder(MemoryRecord)
+build_entity: Callable[[dict[str, Any]], Entity] = row_builder(Entity)
+build_relation: Callable[[dict[str, Any]], Relation] = row_builder(Relation)

@@ -71,6 +71,7 @@ from ..models import (
     QuarantineEntry,
     Relation,
     Scope,
+    build_record,
     to_utc,
 )
 from . import neo4j_graph as graph
@@ -430,7 +431,6 @@ def _to_datetime(value: Any) -> datetime | None:
     return graph.to_datetime(value)
 
 
-_new_record: Final = graph.constructor(MemoryRecord)
 _MEMORY_TYPES: Final = {t.value: t for t in MemoryType}
 _RECORD_TIMES: Final = tuple(TIME_FIELDS)
 
@@ -446,7 +446,7 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
     data["metadata"] = {} if meta is None or meta == "{}" else json.loads(meta)
     if "memory_type" in data:
         data["memory_type"] = _MEMORY_TYPES[data["memory_type"]]
-    return _new_record(data)
+    return build_record(data)
 
 
 def _history(row: dict[str, Any]) -> HistoryEvent:

@@ -36,6 +36,7 @@ from ..models import (
     QuarantineEntry,
     Relation,
     Scope,
+    build_record,
     iso,
 )
 from . import sqlite_graph as graph
@@ -125,14 +126,13 @@ def _opt_dt(value: str | None) -> datetime | None:
 
 
 def _record(row: sqlite3.Row) -> MemoryRecord:
-    # model_construct: these rows were validated on the way in, and search builds hundreds per query
-    return MemoryRecord.model_construct(
-        id=row["id"], memory=row["memory"], hash=row["hash"], memory_type=MemoryType(row["memory_type"]),
-        user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
-        role=row["role"], actor_id=row["actor_id"], metadata=json.loads(row["metadata"]),
-        created_at=datetime.fromisoformat(row["created_at"]), updated_at=_opt_dt(row["updated_at"]),
-        event_time=_opt_dt(row["event_time"]), expires_at=_opt_dt(row["expires_at"]),
-    )
+    return build_record({  # validated on the way in; a search builds hundreds
+        "id": row["id"], "memory": row["memory"], "hash": row["hash"], "memory_type": MemoryType(row["memory_type"]),
+        "user_id": row["user_id"], "agent_id": row["agent_id"], "run_id": row["run_id"],
+        "role": row["role"], "actor_id": row["actor_id"], "metadata": json.loads(row["metadata"]),
+        "created_at": datetime.fromisoformat(row["created_at"]), "updated_at": _opt_dt(row["updated_at"]),
+        "event_time": _opt_dt(row["event_time"]), "expires_at": _opt_dt(row["expires_at"]),
+    })
 
 
 def _event_row(e: HistoryEvent) -> tuple[Any, ...]:

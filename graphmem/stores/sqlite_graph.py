@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Entity, QuarantineEntry, Relation, Scope, iso, norm_name
+from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
 
@@ -91,11 +91,12 @@ def _marks(n: int) -> str:
 
 
 def _entity(row: sqlite3.Row) -> Entity:
-    return Entity.model_construct(  # validated on the way in
-        id=row["id"], name=row["name"], classes=json.loads(row["classes"]), aliases=json.loads(row["aliases"]),
-        user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"],
-        created_at=datetime.fromisoformat(row["created_at"]), updated_at=_dt(row["updated_at"]),
-    )
+    return build_entity({  # validated on the way in; a search builds hundreds
+        "id": row["id"], "name": row["name"], "classes": json.loads(row["classes"]),
+        "aliases": json.loads(row["aliases"]), "user_id": row["user_id"], "agent_id": row["agent_id"],
+        "run_id": row["run_id"], "created_at": datetime.fromisoformat(row["created_at"]),
+        "updated_at": _dt(row["updated_at"]),
+    })
 
 
 def _relations(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[Relation]:
@@ -110,12 +111,13 @@ def _relations(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> l
         ):
             support[rid].append(mid)
     return [
-        Relation(
-            id=r["id"], source_id=r["source_id"], relation=r["relation"], target_id=r["target_id"], value=r["value"],
-            datatype=r["datatype"], memory_ids=support[r["id"]], valid_from=_dt(r["valid_from"]),
-            valid_to=_dt(r["valid_to"]), created_at=datetime.fromisoformat(r["created_at"]),
-            user_id=r["user_id"], agent_id=r["agent_id"], run_id=r["run_id"],
-        )
+        build_relation({  # validated on the way in; a search builds hundreds
+            "id": r["id"], "source_id": r["source_id"], "relation": r["relation"], "target_id": r["target_id"],
+            "value": r["value"], "datatype": r["datatype"], "memory_ids": support[r["id"]],
+            "valid_from": _dt(r["valid_from"]), "valid_to": _dt(r["valid_to"]),
+            "created_at": datetime.fromisoformat(r["created_at"]), "user_id": r["user_id"],
+            "agent_id": r["agent_id"], "run_id": r["run_id"],
+        })
         for r in rows
     ]
 
