@@ -133,7 +133,7 @@ class SearchConfig(_Section):
     signal and weak in the other still reaches the fused list."""
     fusion: Literal["weighted", "rrf"] = "weighted"
     """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.5, "fulltext": 0.5, "graph": 0.8})
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.8})
     """Per-signal fusion weights. ``graph`` (Personalized PageRank from the query's entities and the
     best text hits, see :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to
     0 to skip it. Measured with ``bench/retrieval.py`` (all-MiniLM-L6-v2, rule extraction, a memory
@@ -161,8 +161,18 @@ class SearchConfig(_Section):
     threshold: float | None = None
     """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
     graph_scoring: Literal["ppr", "walk"] = "ppr"
-    """Graph signal: Personalized PageRank over mentions and facts, or the best typed-fact path from
-    the linked entities (:mod:`graphmem.search.graph`)."""
+    """Graph signal, traversal part: Personalized PageRank over mentions and facts, or the best
+    typed-fact path from the linked entities (:mod:`graphmem.search.graph`)."""
+    graph_traversal_weight: float = Field(0.25, ge=0.0)
+    """Graph signal: weight of the traversal score (``graph_scoring``) in the graph score."""
+    graph_bridge_weight: float = Field(1.0, ge=0.0)
+    """Graph signal: weight of the bridge score, which passes the best text hits' scores to the
+    memories sharing a specific entity with them (the second hop of a multi-hop question). The graph
+    score is ``graph_traversal_weight * traversal + graph_bridge_weight * bridge``, clipped to 1."""
+    graph_bridge_seeds: int = Field(5, ge=0, le=1000)
+    """Graph signal (bridge): how many of the best text hits pass their score on."""
+    graph_bridge_max_degree: int = Field(16, ge=2, le=10_000)
+    """Graph signal (bridge): an entity more memories than this mention does not bridge."""
     graph_seed_memories: int = Field(8, ge=0, le=1000)
     """Graph signal (``ppr``): the best this-many vector and full-text hits seed the walk too."""
     graph_seed_weight: float = Field(1.0, ge=0.0)

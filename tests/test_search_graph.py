@@ -16,6 +16,8 @@ from graphmem import Memory
 from graphmem.config import SearchConfig
 
 GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
+TRAVERSAL_ONLY: dict[str, Any] = {"graph_traversal_weight": 1.0, "graph_bridge_weight": 0.0}
+"""The graph score is then the traversal score itself, which these tests pin."""
 
 
 def fact(source: str, relation: str, target: str, source_type: str, target_type: str) -> dict[str, str]:
@@ -52,9 +54,10 @@ def world(mem: Memory, **scope: Any) -> dict[str, str]:
 
 def search(mem: Memory, query: str, weights: dict[str, float] | None = None, scoring: str = "walk",
            **scope: Any) -> dict[str, dict[str, Any]]:
-    """Walk scoring by default: these tests pin its exact path scores."""
+    """Walk scoring by default, alone in the graph score (no bridge): these tests pin its exact path
+    scores."""
     if weights is not None:
-        mem.config.search = SearchConfig(weights=weights, graph_scoring=scoring)
+        mem.config.search = SearchConfig(weights=weights, graph_scoring=scoring, **TRAVERSAL_ONLY)
     out = mem.search(query, explain=True, top_k=20, **scope)
     return {r["id"]: r for r in out["results"]}
 
@@ -138,7 +141,7 @@ def test_transitive_chain(mem: Memory, uid: str) -> None:
 def test_relation_weights_and_filters(mem: Memory, uid: str) -> None:
     ids = world(mem, user_id=uid)
     mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_relation_weights={"knows": 0.0},
-                                     graph_scoring="walk")
+                                     graph_scoring="walk", **TRAVERSAL_ONLY)
     hits = {r["id"] for r in mem.search("Bruno", user_id=uid, explain=True)["results"]
             if "graph" in r["score_details"]}
     assert ids["bjob"] in hits and ids["met"] not in hits and ids["home"] not in hits
@@ -177,3 +180,38 @@ def test_class_named_in_the_query_widens_to_subclasses(mem: Memory, uid: str) ->
     assert out["graph"]["linked"] == ["Ana"]
     hits = {r["id"]: r for r in out["results"]}
     assert graph_of(hits[ids["home"]])["raw"] == pytest.approx(graph_of(hits[ids["job"]])["raw"] * 1.5)
+
+
+def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid: str) -> None:
+    """The best text hit names an entity the query does not; a memory sharing that entity is the
+    second hop, found by neither text signal nor by any path from a query entity."""
+    hop1 = add(mem, "The lighthouse keeper logbook describes winter storms",
+               fact("Farol Velho", "locatedIn", "Cabo Frio", "Venue", "City"), user_id=uid)
+    hop2 = add(mem, "Its harbour fills with sardine boats",
+               fact("Cabo Frio", "locatedIn", "Rio de Janeiro State", "City", "Region"), user_id=uid)
+    query = "lighthouse keeper logbook"
+    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.0})
+    text_only = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
+    assert hop2 not in text_only or (text_only[hop2]["score"] < 0.1
+                                     and "fulltext" not in text_only[hop2]["score_details"])
+
+    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
+                                     graph_traversal_weight=0.0)
+    hits = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
+    assert next(iter(hits)) == hop1
+    assert hits[hop2]["score"] > text_only.get(hop2, {"score": 0.0})["score"] + 0.2
+    g = graph_of(hits[hop2])
+    assert g["raw"] == pytest.approx(3**-0.5)  # top seed (1.0) x specificity of a name two memories carry
+    assert g["path"]["bridge"] == {"memory": hop1, "entity": "Cabo Frio"}
+    assert g["path"]["text"] == f"shares Cabo Frio with memory {hop1}"
+
+    # A name the query itself carries does not bridge (the text signals already weigh it) ...
+    named = {r["id"]: r for r in mem.search(f"{query} Cabo Frio", user_id=uid, top_k=20, explain=True)["results"]}
+    assert "graph" not in named.get(hop2, {"score_details": {}})["score_details"]
+    # ... nor does a name more memories carry than graph_bridge_max_degree.
+    add(mem, "Tourists crowd the dunes in January",
+        fact("Dunas", "locatedIn", "Cabo Frio", "Venue", "City"), user_id=uid)
+    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
+                                     graph_traversal_weight=0.0, graph_bridge_max_degree=2)
+    crowded = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
+    assert "graph" not in crowded.get(hop2, {"score_details": {}})["score_details"]

@@ -14,6 +14,7 @@ from graphmem.config import SearchConfig
 from graphmem.errors import InvalidInputError
 
 GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
+TRAVERSAL_ONLY: dict[str, Any] = {"graph_traversal_weight": 1.0, "graph_bridge_weight": 0.0}
 
 
 def ids(out: dict[str, Any]) -> list[str]:
@@ -31,7 +32,7 @@ def test_as_of_ranks_what_was_known_then(mem: Memory, uid: str) -> None:
     time.sleep(0.01)
     new = mem.add("Moved again, closer to family", infer=False, user_id=uid,
                   triples=[lives("Shanghai")])["results"][0]["id"]
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_scoring="walk")
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_scoring="walk", **TRAVERSAL_ONLY)
     now = mem.search("Where does Ana live?", user_id=uid, explain=True)
     assert ids(now) == [new]  # the Beijing fact was closed by the move: no longer walked
     then = mem.search("Where does Ana live?", user_id=uid, as_of=between, explain=True)

@@ -85,7 +85,10 @@ def run_search(
     n = req.k * cfg.overfetch
     gq = graph_query(req.text, cfg, req.as_of) if cfg.weights.get("graph", 0.0) > 0 else None
     cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
-    signals = {"vector": cands.vector, "fulltext": cands.fulltext}
+    # every returned memory is scored on the vector signal (its exact cosine), not only the index's top n
+    vector_hits = sorted(cands.similarity.items(), key=lambda kv: (-kv[1], kv[0])) if cands.similarity \
+        else cands.vector
+    signals = {"vector": vector_hits, "fulltext": cands.fulltext}
     records = {**sub.records, **cands.records}
     graph = GraphResult()
     if gq is not None:

@@ -167,9 +167,14 @@ def graph_candidates(
     weights = _weights(onto, cfg)
     walked = _walk(sub, onto, cfg, weights, named, widened)
     if cfg.graph_scoring == "ppr":
-        scores = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
+        traversal = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
     else:
-        scores = {mid: score for mid, (score, _) in walked.items()}
+        traversal = {mid: score for mid, (score, _) in walked.items()}
+    bridged = _bridge(sub, cfg, seeds or {})
+    scores: dict[str, float] = {}
+    for mid in traversal.keys() | bridged.keys():
+        b = bridged[mid][0] if mid in bridged else 0.0
+        scores[mid] = min(1.0, cfg.graph_traversal_weight * traversal.get(mid, 0.0) + cfg.graph_bridge_weight * b)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     out.hits = [(mid, score) for mid, score in ranked if score > 0]
     names = {eid: e.name for eid, e in sub.entities.items()}
@@ -178,7 +183,12 @@ def graph_candidates(
         if eid in sub.linked.values() and mid not in mentioned:
             mentioned[mid] = names[eid]
     for mid, score in out.hits:
-        if mid in walked:
+        if mid in bridged and (mid not in walked or bridged[mid][0] * cfg.graph_bridge_weight
+                               >= walked[mid][0] * cfg.graph_traversal_weight):
+            _, seed, eid = bridged[mid]
+            out.paths[mid] = {"score": score, "hops": 1, "path": [], "bridge": {"memory": seed, "entity": names[eid]},
+                              "text": f"shares {names[eid]} with memory {seed}"}
+        elif mid in walked:
             path = walked[mid][1]
             out.paths[mid] = {"score": score, "hops": len(path), "path": [s.as_dict() for s in path],
                               "text": _render(path)}
@@ -355,6 +365,39 @@ def _ppr(
     if top <= 0:
         return {}
     return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
+
+
+def _bridge(sub: Subgraph, cfg: SearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:
+    """Memory id -> (score, seed memory, entity): memories that share a specific entity with one of
+    the best text hits, the second hop of a multi-hop question ("the county *Johnnycake* is in" finds
+    the Johnnycake memory by text, and that memory names McDowell County, which the answer's memory
+    mentions too).
+
+    A seed with normalized text score ``t`` passes ``t ** 3`` (sharp: the runner-up hits pass little)
+    times the entity's specificity ``(1 + d) ** -graph_specificity`` (``d`` memories mention it) to
+    the other memories that mention the entity; a memory keeps its best such score. Entities the
+    query itself names are skipped (the text signals already weigh them), as are names mentioned by
+    more than ``graph_bridge_max_degree`` memories (they connect everything, so nothing)."""
+    if cfg.graph_bridge_weight <= 0 or cfg.graph_bridge_seeds == 0 or not seeds:
+        return {}
+    linked = set(sub.linked.values())
+    by_entity: dict[str, list[str]] = {}
+    of_memory: dict[str, list[str]] = {}
+    for mid, eid in sub.mentions:
+        by_entity.setdefault(eid, []).append(mid)
+        of_memory.setdefault(mid, []).append(eid)
+    best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.graph_bridge_seeds]
+    out: dict[str, tuple[float, str, str]] = {}
+    for seed, t in best:
+        for eid in of_memory.get(seed, ()):
+            degree = sub.degree.get(eid, 0)
+            if eid in linked or not 2 <= degree <= cfg.graph_bridge_max_degree:
+                continue
+            score = t**3 * (1 + degree) ** -cfg.graph_specificity
+            for mid in by_entity[eid]:
+                if mid != seed and (mid not in out or score > out[mid][0]):
+                    out[mid] = (score, seed, eid)
+    return out
 
 
 def _better(score: float, path: tuple[GraphStep, ...], other: float, other_path: tuple[GraphStep, ...]) -> bool:

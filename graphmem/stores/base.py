@@ -67,6 +67,10 @@ class Candidates:
     fulltext: list[tuple[str, float]] = field(default_factory=list)
     """BM25 relevance (higher is better, unbounded), best first."""
     records: dict[str, MemoryRecord] = field(default_factory=dict)
+    similarity: dict[str, float] = field(default_factory=dict)
+    """Exact cosine of every memory returned (candidates of either signal, and the subgraph's
+    records), so that a full-text or graph hit the vector top-k missed is still scored on the vector
+    signal instead of counting 0 there. Empty when the search had no query vector."""
     round_trips: int = 1
 
 

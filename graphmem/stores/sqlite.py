@@ -182,6 +182,7 @@ class _VectorCache:
         self.scope_codes = np.zeros((0, 3), dtype=np.int64)
         self.ids: list[str | None] = []
         self.slot_of: dict[int, int] = {}
+        self.slot_by_id: dict[str, int] = {}
         self.free: list[int] = []
         self.codes: list[dict[str, int]] = [{}, {}, {}]
 
@@ -208,6 +209,7 @@ class _VectorCache:
     def _remove(self, rowid: int) -> None:
         slot = self.slot_of.pop(rowid, None)
         if slot is not None:
+            self.slot_by_id.pop(self.ids[slot] or "", None)
             self.rowids[slot] = -1
             self.scope_codes[slot] = -2
             self.ids[slot] = None
@@ -224,6 +226,7 @@ class _VectorCache:
         self.matrix[slot] = np.frombuffer(row["embedding"], dtype=np.float32)
         self.rowids[slot] = rowid
         self.ids[slot] = row["id"]
+        self.slot_by_id[row["id"]] = slot
         self.scope_codes[slot] = [
             self._code(0, row["user_id"]), self._code(1, row["agent_id"]), self._code(2, row["run_id"])
         ]
@@ -272,6 +275,14 @@ class _VectorCache:
         scores = self.matrix[slots] @ np.asarray(rows, dtype=np.float32).T  # (slots, queries)
         best = scores.argmax(axis=0)
         return [(str(self.ids[int(slots[b])]), float(scores[b, q])) for q, b in enumerate(best)]
+
+    def similarity(self, ids: Sequence[str], query: Vector) -> dict[str, float]:
+        """Cosine of the given memories (those still cached) with ``query``."""
+        found = [(i, self.slot_by_id[i]) for i in ids if i in self.slot_by_id]
+        if not found:
+            return {}
+        scores = self.matrix[[slot for _, slot in found]] @ query
+        return {i: float(s) for (i, _), s in zip(found, scores, strict=True)}
 
     def search(self, scope: Scope, query: Vector, k: int, rowids: set[int] | None) -> list[tuple[str, float]]:
         """Exact cosine top-k within ``scope`` (and among ``rowids`` when a filter chose them)."""
@@ -549,9 +560,13 @@ class SQLiteStore(Store):
         """Both reads in one transaction: the neighbourhood sees the snapshot the candidates came from."""
         with self._read() as conn:
             cands = self._candidates(conn, scope, flt, vector, text, k)
-            if graph_query is None:
-                return cands, Subgraph()
-            sub = self._neighbourhood(conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
+            sub = Subgraph() if graph_query is None else self._neighbourhood(
+                conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
+            if vector is not None:
+                assert self._vec is not None
+                with self._vec.lock:  # refreshed by the vector search of this transaction
+                    cands.similarity = self._vec.similarity(
+                        list(dict.fromkeys([*cands.records, *sub.records])), np.asarray(vector, dtype=np.float32))
             return cands, sub
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
