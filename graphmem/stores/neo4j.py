@@ -164,6 +164,8 @@ _HISTORY_FIELDS: Final = (
 # Map projections naming each field, so the embedding never crosses the wire; times as integers
 # (see graph.epoch_us: decoding driver DateTime objects dominated reading many records).
 _MEMORY_PROJ: Final = graph.projection("m", _MEMORY_FIELDS, TIME_FIELDS)
+_SIM: Final = "2 * vector.similarity.cosine(m.embedding, $vec) - 1"
+"""Exact cosine of ``m`` with the query (``Candidates.similarity``), for memories that are not vector hits."""
 _HISTORY_PROJ: Final = graph.projection("h", _HISTORY_FIELDS, ("created_at",))
 
 _VECTOR_WRITE_PROC: Final = True
@@ -451,6 +453,18 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
     if "memory_type" in data:
         data["memory_type"] = _MEMORY_TYPES[data["memory_type"]]
     return build_record(data)
+
+
+def _similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dict[str, float]:
+    """Exact cosine of each hit: a vector hit's score is one, a full-text hit carries its ``sim``."""
+    out = {h["id"]: float(h["sim"]) for h in fhits if h.get("sim") is not None}
+    out.update({h["id"]: max(-1.0, min(1.0, 2.0 * float(h["s"]) - 1.0)) for h in vhits})
+    return out
+
+
+def _graph_record_proj(sim: bool) -> str:
+    """A record of the subgraph (``rec``), with its exact cosine (``sim``) when the search has a vector."""
+    return f"{{rec: {_MEMORY_PROJ}" + (f", sim: {_SIM}}}" if sim else "}")
 
 
 def _history(row: dict[str, Any]) -> HistoryEvent:
@@ -1214,7 +1228,7 @@ class Neo4jStore(Store):
             )
             columns += ["vh", "vraw"]
         if query_text is not None:
-            parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}')} }}")
+            parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}', vec is not None)} }}")
             columns += ["fh", "fraw"]
         return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None)
 
@@ -1240,7 +1254,7 @@ class Neo4jStore(Store):
                 parts.append(f"CALL () {{ {self._exact_vector(hint, cond)} }}")
                 columns.append("vh")
             if redo_text:
-                parts.append(f"CALL () {{ {self._index_fulltext(cond, '{}')} }}")
+                parts.append(f"CALL () {{ {self._index_fulltext(cond, '{}', plan.vector)} }}")
                 columns.append("fh")
             again = self._single("search fallback", " ".join(parts) + " RETURN " + ", ".join(columns), params)
             if again is None:
@@ -1260,26 +1274,35 @@ class Neo4jStore(Store):
             out.fulltext.append((hit["id"], float(hit["s"])))
             if hit["id"] not in out.records:
                 out.records[hit["id"]] = _record(hit["rec"])
+        if plan.vector:
+            out.similarity = _similarity(vhits, fhits)
         return out
 
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
     ) -> Subgraph:
         """The walk of :func:`graphmem.stores.neo4j_graph.neighbourhood_cypher`, in one query."""
+        return self._neighbourhood(scope, query, seed_memories, flt, None)[0]
+
+    def _neighbourhood(
+        self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None,
+        vec: list[float] | None,
+    ) -> tuple[Subgraph, dict[str, float]]:
+        """:meth:`neighbourhood`, and with ``vec`` the exact cosine of each record it returns."""
         fp = _Params("f")
-        params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories))}
+        params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
         cond = scope_where(scope, "m", params)
         if flt is not None:
             cond += " AND " + compile_filter(flt, "m", fp)
             params.update(fp.values)
         body = graph.neighbourhood_cypher(scope, query, params, seeds="$g_seeds", skip="[]", records_where=cond,
-                                          record_proj=_MEMORY_PROJ)
+                                          record_proj=_graph_record_proj(vec is not None))
         row = self._single("neighbourhood", body + " RETURN " + ", ".join(graph.SUBGRAPH_COLUMNS), params)
         if row is None:
             raise StoreError("Neo4j neighbourhood returned no row")
         sub, recs = graph.read_subgraph(row)
-        sub.records = {r["id"]: _record(r) for r in recs}
-        return sub
+        sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
+        return sub, {r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None}
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -1293,12 +1316,20 @@ class Neo4jStore(Store):
         more round trips follow, and if that changed the seeds the neighbourhood is read again.
         ``two_calls=True`` (constructor) runs the two-call default instead, for debugging and parity.
         """
-        if graph_query is None or self._two_calls:
-            return Store.search(self, scope, flt, vector, text, k, graph_query)
+        if graph_query is None:
+            return self.candidates(scope, flt, vector, text, k), Subgraph()
         plan = self._candidate_plan(scope, flt, vector, text, k)
         if plan is None:  # no signal to rank by: the linked entities alone
             return Candidates(round_trips=1), self.neighbourhood(scope, graph_query, (), flt)
+        vec: list[float] | None = plan.params["vec"] if plan.vector else None
         n = int(graph_query.seed_memories)
+        if self._two_calls:
+            cands = self._finish_candidates(plan, self._single(
+                "search", " ".join(plan.parts) + " RETURN " + ", ".join(plan.columns), plan.params))
+            sub, sims = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
+            cands.round_trips += 1
+            cands.similarity.update(sims)
+            return cands, sub
         params = plan.params
         params["g_seed_n"] = n
         params["g_seed_min"] = SEED_MIN_COSINE
@@ -1308,8 +1339,8 @@ class Neo4jStore(Store):
         seeds = f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
         body = graph.neighbourhood_cypher(
             scope, graph_query, params, seeds=seeds,
-            skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]", records_where=plan.cond, record_proj=_MEMORY_PROJ,
-            carry=plan.columns,
+            skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]", records_where=plan.cond,
+            record_proj=_graph_record_proj(plan.vector), carry=plan.columns,
         )
         query = " ".join(plan.parts) + " " + body + " RETURN " + ", ".join([*plan.columns, *graph.SUBGRAPH_COLUMNS])
         row = self._single("search", query, params)
@@ -1320,21 +1351,28 @@ class Neo4jStore(Store):
             firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                                 fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
             if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-                sub = self.neighbourhood(scope, graph_query, seed_ids(cands, n), flt)
+                sub, sims = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
                 cands.round_trips += 1
+                cands.similarity.update(sims)
                 return cands, sub
         sub, recs = graph.read_subgraph(row)
-        sub.records = {r["id"]: _record(r) for r in recs}
+        sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
         # The records the query skipped: first-pass hits (in scope, passing the filter by construction).
         hits = cands.records if cands.round_trips == 1 else {
             h["id"]: _record(h["rec"]) for found in first.values() for h in found}
         wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
         sub.records.update({m: rec for m, rec in hits.items() if m in wanted})
+        if plan.vector:
+            sims = _similarity(first["vh"], first["fh"])
+            sims.update({r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None})
+            cands.similarity.update({m: sims[m] for m in sub.records if m in sims and m not in cands.similarity})
         return cands, sub
 
     @staticmethod
-    def _hit_list(alias: str) -> str:
-        return f"RETURN collect({{id: m.id, s: s, rec: {_MEMORY_PROJ}}}) AS {alias}"
+    def _hit_list(alias: str, sim: bool = False) -> str:
+        """``sim``: with each hit's exact cosine (full-text hits, when the search has a vector)."""
+        extra = f", sim: {_SIM}" if sim else ""
+        return f"RETURN collect({{id: m.id, s: s, rec: {_MEMORY_PROJ}{extra}}}) AS {alias}"
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """ANN over-fetch per row, kept to the scope; rows whose neighbours all lie in other scopes
@@ -1398,12 +1436,12 @@ class Neo4jStore(Store):
             "RETURN vh, size(ns) AS vraw"
         )
 
-    def _index_fulltext(self, cond: str, options: str) -> str:
+    def _index_fulltext(self, cond: str, options: str, sim: bool) -> str:
         """Lucene hits (user text escaped by ``lucene_query``), then scope/filter."""
         return (
             f"CALL db.index.fulltext.queryNodes('memory_text', $q, {options}) YIELD node, score "
             "WITH collect([node, score]) AS rows "
             "CALL (rows) { UNWIND rows AS r WITH r[0] AS m, r[1] AS s WHERE "
-            f"{cond} WITH m, s ORDER BY s DESC, m.id ASC LIMIT $k {self._hit_list('fh')} }} "
+            f"{cond} WITH m, s ORDER BY s DESC, m.id ASC LIMIT $k {self._hit_list('fh', sim)} }} "
             "RETURN fh, size(rows) AS fraw"
         )
