@@ -79,6 +79,7 @@ from graphmem.models import text_hash as hash_of
 from graphmem.ontology import Ontology
 from graphmem.search.graph import query_ngrams
 from graphmem.stores.base import GraphWrite, NewEntity, NewMemory, Store
+from graphmem.stores.neo4j import Neo4jStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -650,6 +651,16 @@ def measure(mem: Memory, backend: str, user: str, modes: list[str], queries: lis
             "loadavg_after": [round(x, 2) for x in load_after], "embedder_misses": _misses(mem)}
 
 
+def vector_index(mem: Memory) -> dict[str, Any]:
+    """Neo4j: the memory vector index's configuration (quantized or not decides how search over-fetches
+    and whether it re-scores), so a result says which index it measured."""
+    store = mem.store
+    if not isinstance(store, Neo4jStore):
+        return {}
+    rows = store.cypher("SHOW VECTOR INDEXES YIELD name, options WHERE name = 'memory_embedding' RETURN options")
+    return {"vector_index": rows[0]["options"].get("indexConfig", {}) if rows else None}
+
+
 def _misses(mem: Memory) -> int:
     return mem.embedder.misses if isinstance(mem.embedder, FrozenEmbedder) else -1
 
@@ -755,9 +766,10 @@ def main() -> int:
                 print(f"[{backend} {size}] store {how}; timing {len(queries)} queries x {len(modes)} modes…",
                       file=sys.stderr)
                 result = measure(mem, backend, f"{TENANT_PREFIX}{fp}-main", modes, queries, warmup, args.top_k)
+                index = vector_index(mem)
             finally:
                 mem.close()
-            runs.append({"backend": backend, "size": size, "tenant_sizes": split, "build": meta, **result})
+            runs.append({"backend": backend, "size": size, "tenant_sizes": split, "build": meta, **index, **result})
     runs.sort(key=lambda r: (r["size"], backends.index(r["backend"])))
 
     report = {
