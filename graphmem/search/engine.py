@@ -83,12 +83,11 @@ def run_search(
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = req.k * cfg.overfetch
-    gq = graph_query(req.text, cfg, req.as_of) if cfg.weights.get("graph", 0.0) > 0 else None
+    gq = graph_query(req.text, cfg, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
     cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
-    # every returned memory is scored on the vector signal (its exact cosine), not only the index's top n
-    vector_hits = sorted(cands.similarity.items(), key=lambda kv: (-kv[1], kv[0])) if cands.similarity \
-        else cands.vector
-    signals = {"vector": vector_hits, "fulltext": cands.fulltext}
+    # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
+    similarity = {**sub.similarity, **cands.similarity}
+    signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
     records = {**sub.records, **cands.records}
     graph = GraphResult()
     if gq is not None:

@@ -4,7 +4,17 @@ The store fetches the query's neighbourhood in one read (:meth:`~graphmem.stores
 whose walk depends on counts only, never on scores); everything here is arithmetic on that
 :class:`~graphmem.stores.base.Subgraph`, so every backend gives the same ranking.
 
-Two scorings (``search.graph_scoring``):
+The graph score of a memory is ``graph_bridge_weight * bridge + graph_traversal_weight * traversal``,
+clipped to 1.
+
+``bridge``: the second hop of a multi-hop question. The best text hits (the seeds) pass their
+normalized score, cubed, times the specificity ``(1 + d) ** -graph_specificity`` of an entity they
+mention, to the other memories that mention it too (``d`` memories mention it). Names the query
+carries are skipped, since the text signals weigh them already, and so are names more than
+``graph_bridge_max_degree`` memories carry. On MuSiQue this is what lifts hybrid recall@5 above the
+dense signal: the question names the first hop, and the answer's memory shares an entity with it.
+
+The traversal score is one of two (``search.graph_scoring``):
 
 ``ppr`` (default): Personalized PageRank over the local graph of memories and entities, the idea of
 HippoRAG. Edges: memory <-> entity for each mention, and entity -> entity for each fact, also
@@ -47,7 +57,7 @@ import numpy as np
 from rdflib.namespace import OWL, RDFS
 
 from ..models import Relation, norm_name
-from ..stores.base import GraphQuery, Subgraph
+from ..stores.base import GraphQuery, Subgraph, Vector
 from ..stores.text import STOPWORDS
 
 if TYPE_CHECKING:
@@ -125,9 +135,11 @@ def _short(ontology: Ontology | None, iri: str) -> str:
     return info.name if info is not None else iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
-def graph_query(query: str, cfg: SearchConfig, as_of: datetime | None = None) -> GraphQuery:
-    """What to fetch for ``query``: its n-grams to link, and how far to walk."""
-    return GraphQuery(
+def graph_query(
+    query: str, cfg: SearchConfig, as_of: datetime | None = None, vector: Vector | None = None
+) -> GraphQuery:
+    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by."""
+    return GraphQuery(vector=vector,
         keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
         seed_memories=cfg.graph_seed_memories if cfg.graph_scoring == "ppr" else 0, depth=cfg.graph_depth,
         max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
@@ -368,16 +380,9 @@ def _ppr(
 
 
 def _bridge(sub: Subgraph, cfg: SearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:
-    """Memory id -> (score, seed memory, entity): memories that share a specific entity with one of
-    the best text hits, the second hop of a multi-hop question ("the county *Johnnycake* is in" finds
-    the Johnnycake memory by text, and that memory names McDowell County, which the answer's memory
-    mentions too).
-
-    A seed with normalized text score ``t`` passes ``t ** 3`` (sharp: the runner-up hits pass little)
-    times the entity's specificity ``(1 + d) ** -graph_specificity`` (``d`` memories mention it) to
-    the other memories that mention the entity; a memory keeps its best such score. Entities the
-    query itself names are skipped (the text signals already weigh them), as are names mentioned by
-    more than ``graph_bridge_max_degree`` memories (they connect everything, so nothing)."""
+    """Memory id -> (bridge score, seed memory, shared entity), see the module docstring. E.g. "the county
+    *Johnnycake* is in": text finds the Johnnycake memory, which names McDowell County, and the
+    answer's memory mentions McDowell County too. A seed's score is cubed so runner-up hits pass little."""
     if cfg.graph_bridge_weight <= 0 or cfg.graph_bridge_seeds == 0 or not seeds:
         return {}
     linked = set(sub.linked.values())

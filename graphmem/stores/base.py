@@ -68,9 +68,8 @@ class Candidates:
     """BM25 relevance (higher is better, unbounded), best first."""
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     similarity: dict[str, float] = field(default_factory=dict)
-    """Exact cosine of every memory returned (candidates of either signal, and the subgraph's
-    records), so that a full-text or graph hit the vector top-k missed is still scored on the vector
-    signal instead of counting 0 there. Empty when the search had no query vector."""
+    """Exact cosine of every record, full-text hits included, so that a hit the vector top-k missed
+    is still scored on the vector signal instead of counting 0 there. Empty without a query vector."""
     round_trips: int = 1
 
 
@@ -146,6 +145,8 @@ class GraphQuery:
     """Memories fetched per reached entity (by memory id): a hub cannot flood the result."""
     as_of: datetime | None = None
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
+    vector: Vector | None = field(default=None, compare=False)
+    """The query vector: the records come back with their cosine to it (``Subgraph.similarity``)."""
 
 
 @dataclass
@@ -168,6 +169,8 @@ class Subgraph:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     """The memories of ``mentions`` and of the facts' provenance that pass the scope and the filter:
     fetched in the same read so that a memory only the graph found costs no extra round trip."""
+    similarity: dict[str, float] = field(default_factory=dict)
+    """Cosine of each record to ``GraphQuery.vector`` (empty without one)."""
 
 
 @dataclass(frozen=True)

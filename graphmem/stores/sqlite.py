@@ -551,7 +551,15 @@ class SQLiteStore(Store):
                 f"AND {where} AND {fsql}", [*part, *params, *fparams]
             ):
                 sub.records[row["id"]] = _record(row)
+        if query.vector is not None:
+            sub.similarity = self._similarity(conn, list(sub.records), query.vector)
         return sub
+
+    def _similarity(self, conn: sqlite3.Connection, ids: Sequence[str], vector: Vector) -> dict[str, float]:
+        assert self._vec is not None
+        with self._vec.lock:
+            self._vec.refresh(conn)
+            return self._vec.similarity(ids, np.asarray(vector, dtype=np.float32))
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -560,13 +568,9 @@ class SQLiteStore(Store):
         """Both reads in one transaction: the neighbourhood sees the snapshot the candidates came from."""
         with self._read() as conn:
             cands = self._candidates(conn, scope, flt, vector, text, k)
-            sub = Subgraph() if graph_query is None else self._neighbourhood(
-                conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
-            if vector is not None:
-                assert self._vec is not None
-                with self._vec.lock:  # refreshed by the vector search of this transaction
-                    cands.similarity = self._vec.similarity(
-                        list(dict.fromkeys([*cands.records, *sub.records])), np.asarray(vector, dtype=np.float32))
+            if graph_query is None:
+                return cands, Subgraph()
+            sub = self._neighbourhood(conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
             return cands, sub
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
@@ -737,4 +741,8 @@ class SQLiteStore(Store):
                 f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})", part
             ):
                 out.records[row["id"]] = _record(row)
+        if vector is not None:
+            out.similarity = dict(out.vector)
+            missing = [i for i in out.records if i not in out.similarity]
+            out.similarity.update(self._similarity(conn, missing, vector) if missing else {})
         return out
