@@ -1281,14 +1281,16 @@ class Neo4jStore(Store):
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
     ) -> Subgraph:
-        """The walk of :func:`graphmem.stores.neo4j_graph.neighbourhood_cypher`, in one query."""
-        return self._neighbourhood(scope, query, seed_memories, flt, None)[0]
+        """The walk of :func:`graphmem.stores.neo4j_graph.neighbourhood_cypher`, in one query; with
+        ``query.vector`` the records come with their cosine to it (``Subgraph.similarity``)."""
+        vec = self._vector(query.vector, "query embedding") if query.vector is not None else None
+        return self._neighbourhood(scope, query, seed_memories, flt, vec if vec is not None and any(vec) else None)
 
     def _neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None,
         vec: list[float] | None,
-    ) -> tuple[Subgraph, dict[str, float]]:
-        """:meth:`neighbourhood`, and with ``vec`` the exact cosine of each record it returns."""
+    ) -> Subgraph:
+        """:meth:`neighbourhood`, with ``vec`` the exact cosine of each record it returns."""
         fp = _Params("f")
         params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
         cond = scope_where(scope, "m", params)
@@ -1302,7 +1304,8 @@ class Neo4jStore(Store):
             raise StoreError("Neo4j neighbourhood returned no row")
         sub, recs = graph.read_subgraph(row)
         sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
-        return sub, {r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None}
+        sub.similarity = {r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None}
+        return sub
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -1326,9 +1329,8 @@ class Neo4jStore(Store):
         if self._two_calls:
             cands = self._finish_candidates(plan, self._single(
                 "search", " ".join(plan.parts) + " RETURN " + ", ".join(plan.columns), plan.params))
-            sub, sims = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
+            sub = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
             cands.round_trips += 1
-            cands.similarity.update(sims)
             return cands, sub
         params = plan.params
         params["g_seed_n"] = n
@@ -1351,9 +1353,8 @@ class Neo4jStore(Store):
             firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                                 fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
             if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-                sub, sims = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
+                sub = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
                 cands.round_trips += 1
-                cands.similarity.update(sims)
                 return cands, sub
         sub, recs = graph.read_subgraph(row)
         sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
@@ -1365,7 +1366,7 @@ class Neo4jStore(Store):
         if plan.vector:
             sims = _similarity(first["vh"], first["fh"])
             sims.update({r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None})
-            cands.similarity.update({m: sims[m] for m in sub.records if m in sims and m not in cands.similarity})
+            sub.similarity = {m: sims[m] for m in sub.records if m in sims}
         return cands, sub
 
     @staticmethod
