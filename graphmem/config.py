@@ -129,8 +129,13 @@ class OntologyConfig(_Section):
 class SearchConfig(_Section):
     top_k: int = Field(10, ge=1, le=1000)
     overfetch: int = Field(4, ge=1, le=50)
-    """Each signal returns ``top_k * overfetch`` candidates before fusion, so a result strong in one
-    signal and weak in the other still reaches the fused list."""
+    """Each signal returns ``top_k * overfetch`` candidates before fusion (at least
+    ``min_candidates``), so a result strong in one signal and weak in the other still reaches the
+    fused list."""
+    min_candidates: int = Field(100, ge=1, le=10_000)
+    """Candidates per signal however small ``top_k`` is: the graph's seeds and the fusion need a pool
+    wider than the answer (MuSiQue recall@5 with 40, 60, 100 and 120 candidates: 0.689, 0.704,
+    0.713, 0.718)."""
     fusion: Literal["weighted", "rrf"] = "weighted"
     """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
     weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.8})

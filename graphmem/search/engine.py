@@ -82,7 +82,7 @@ def run_search(
     usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
-    n = req.k * cfg.overfetch
+    n = max(req.k * cfg.overfetch, cfg.min_candidates)
     gq = graph_query(req.text, cfg, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
     cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
