@@ -158,9 +158,10 @@ class SearchConfig(_Section):
     fulltext_sigmoid_mid: float = 5.0
     vector_exact_max: int = Field(2_000, ge=0)
     """Neo4j: a scope of at most this many memories is scored exactly (cosine over the scope, found
-    through the scope index); larger scopes use the approximate vector index, over-fetched in
-    proportion to the scope's share and re-scored exactly, with an exact pass when filters leave too
-    few hits. Measured: exact scoring of 10k memories is ~3x slower than the index path."""
+    through the scope index); larger scopes use the approximate vector index (unquantized, so its
+    scores are exact cosines; a quantized index of an older store is re-scored), over-fetched in
+    proportion to the scope's share, with an exact pass when filters leave too few hits. Measured:
+    exact scoring of 10k memories is ~3x slower than the index path."""
     threshold: float | None = None
     """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
     graph_scoring: Literal["ppr", "walk"] = "ppr"
@@ -177,7 +178,8 @@ class SearchConfig(_Section):
     graph_bridge_max_degree: int = Field(16, ge=2, le=10_000)
     """Graph signal (bridge): an entity more memories than this mention does not bridge."""
     graph_seed_memories: int = Field(8, ge=0, le=1000)
-    """Graph signal (``ppr``): the best this-many vector and full-text hits seed the walk too."""
+    """Graph signal (``ppr`` and bridge): the best this-many vector and full-text hits seed the walk
+    too, and the entities they mention are fetched (the bridge uses the best ``graph_bridge_seeds``)."""
     graph_seed_weight: float = Field(1.0, ge=0.0)
     """Graph signal (``ppr``): restart weight of the seed memories relative to a linked entity."""
     graph_specificity: float = Field(0.5, ge=0.0, le=2.0)

@@ -195,15 +195,16 @@ def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid:
     assert hop2 not in text_only or (text_only[hop2]["score"] < 0.1
                                      and "fulltext" not in text_only[hop2]["score_details"])
 
-    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
-                                     graph_traversal_weight=0.0)
-    hits = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
-    assert next(iter(hits)) == hop1
-    assert hits[hop2]["score"] > text_only.get(hop2, {"score": 0.0})["score"] + 0.2
-    g = graph_of(hits[hop2])
-    assert g["raw"] == pytest.approx(3**-0.5)  # top seed (1.0) x specificity of a name two memories carry
-    assert g["path"]["bridge"] == {"memory": hop1, "entity": "Cabo Frio"}
-    assert g["path"]["text"] == f"shares Cabo Frio with memory {hop1}"
+    for scoring in ("ppr", "walk"):  # whichever traversal scoring runs beside it
+        mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
+                                         graph_traversal_weight=0.0, graph_scoring=scoring)
+        hits = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
+        assert next(iter(hits)) == hop1
+        assert hits[hop2]["score"] > text_only.get(hop2, {"score": 0.0})["score"] + 0.2
+        g = graph_of(hits[hop2])
+        assert g["raw"] == pytest.approx(3**-0.5)  # top seed (1.0) x specificity of a name two memories carry
+        assert g["path"]["bridge"] == {"memory": hop1, "entity": "Cabo Frio"}
+        assert g["path"]["text"] == f"shares Cabo Frio with memory {hop1}"
 
     # A name the query itself carries does not bridge (the text signals already weigh it) ...
     named = {r["id"]: r for r in mem.search(f"{query} Cabo Frio", user_id=uid, top_k=20, explain=True)["results"]}

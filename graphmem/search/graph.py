@@ -102,7 +102,8 @@ class GraphResult:
     hits: list[tuple[str, float]] = field(default_factory=list)
     """Memory id and graph score in [0, 1], best first."""
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per memory: its best path, from a linked query entity to the fact the memory supports."""
+    """Per memory: how the graph reached it: the text hit it shares an entity with (``bridge``), or
+    its best path from a linked query entity to the fact it supports, or the linked entity it mentions."""
     linked: list[str] = field(default_factory=list)
     """Names of the linked query entities."""
     relations: list[str] = field(default_factory=list)
@@ -139,11 +140,13 @@ def graph_query(
     query: str, cfg: SearchConfig, as_of: datetime | None = None, vector: Vector | None = None
 ) -> GraphQuery:
     """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by."""
-    return GraphQuery(vector=vector,
+    # the best text hits seed PageRank and the bridge; the walk starts from the linked entities only
+    seeded = cfg.graph_scoring == "ppr" or (cfg.graph_bridge_weight > 0 and cfg.graph_bridge_seeds > 0)
+    return GraphQuery(
         keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
-        seed_memories=cfg.graph_seed_memories if cfg.graph_scoring == "ppr" else 0, depth=cfg.graph_depth,
+        seed_memories=cfg.graph_seed_memories if seeded else 0, depth=cfg.graph_depth,
         max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
-        as_of=as_of,
+        as_of=as_of, vector=vector,
     )
 
 
