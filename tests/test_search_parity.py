@@ -287,6 +287,12 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
         assert cands_shape(one_c) == cands_shape(sql_c), where
         assert sub_shape(one_s) == sub_shape(two_s), where
         assert sub_shape(one_s) == sub_shape(sql_s), where
+        # every memory returned carries its exact cosine, full-text and graph-only ones included
+        sims = [{**s.similarity, **c.similarity} for c, s in ((one_c, one_s), (two_c, two_s), (sql_c, sql_s))]
+        assert set(sims[0]) == set(one_c.records) | set(one_s.records), where
+        for other in sims[1:]:
+            assert set(other) == set(sims[0]), where
+            assert all(other[i] == pytest.approx(sims[0][i], abs=1e-5) for i in other), where
         assert one_s.entities, where
         if text.startswith("Ana Silva"):
             assert next(iter(one_s.linked)) == "ana silva", where  # the alias, then not "ana" again
