@@ -189,6 +189,11 @@ class SearchConfig(_Section):
     """Graph signal (``ppr``): restart probability of the walk (HippoRAG uses 0.5)."""
     graph_max_mentions: int = Field(8, ge=1, le=10_000)
     """Graph signal: memories fetched per reached entity, so a hub cannot flood the walk."""
+    graph_hub_degree: int = Field(64, ge=1)
+    """Graph signal: an entity more memories than this mention is a hub, whose memories are not
+    fetched (only its degree): at 100k memories on Neo4j reading hubs' mentions took ~4 ms of a
+    search, while recall@5 without them was the same (MuSiQue 0.713 vs 0.718 at 64, LoCoMo 0.576
+    vs 0.575)."""
     graph_depth: int = Field(2, ge=1, le=6)
     """Graph signal: fact hops from the seeds."""
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)

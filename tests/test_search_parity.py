@@ -36,7 +36,7 @@ from graphmem.embedding import HashingEmbedder
 from graphmem.filters import parse as parse_filters
 from graphmem.models import Relation, Scope
 from graphmem.search.graph import graph_query
-from graphmem.stores.base import Candidates, GraphQuery, GraphWrite, Store, Subgraph
+from graphmem.stores.base import Candidates, GraphQuery, GraphWrite, Store, Subgraph, seed_ids
 from graphmem.stores.neo4j import Neo4jStore
 
 from .conftest import make_config
@@ -253,6 +253,8 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("Dora", {"facts": 64, "frontier": 4, "depth": 3, "seeds": 0}),
     ("Dora and Farid", {"facts": 5, "frontier": 3, "depth": 3}),
     ("Elif knows Rosa", {}),
+    ("Ana", {"hub": 2}),  # hubs: degree read, memories not fetched
+    ("Dora and Farid", {"hub": 1, "depth": 3}),
 ]
 
 
@@ -263,7 +265,8 @@ def search_config(opts: dict[str, Any], **kw: Any) -> SearchConfig:
         graph_max_mentions=MAX_MENTIONS, graph_depth=opts.get("depth", base.graph_depth),
         graph_max_frontier=opts.get("frontier", base.graph_max_frontier),
         graph_max_facts=opts.get("facts", base.graph_max_facts),
-        graph_seed_memories=opts.get("seeds", base.graph_seed_memories), **kw)
+        graph_seed_memories=opts.get("seeds", base.graph_seed_memories),
+        graph_hub_degree=opts.get("hub", base.graph_hub_degree), **kw)
 
 
 def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> None:
@@ -297,6 +300,15 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
         if text.startswith("Ana Silva"):
             assert next(iter(one_s.linked)) == "ana silva", where  # the alias, then not "ana" again
             assert list(one_s.linked.values()).count(one_s.linked["ana silva"]) == 1, where
+        hub = opts.get("hub")
+        if hub is not None:  # a hub's memories are only there as the seeds' own mentions
+            hubs = {e for e, d in one_s.degree.items() if d > hub}
+            seeds = set(seed_ids(one_c, cfg.graph_seed_memories))
+            assert hubs, where
+            assert all(m in seeds for m, e in one_s.mentions if e in hubs), where
+            uncapped = read(neo.mem.store, scope, text, search_config({**opts, "hub": 10_000}), **kw)[1]
+            assert len(uncapped.mentions) > len(one_s.mentions), where
+            continue
         ana = next((e for e in one_s.entities.values() if e.name == "Ana" and e.user_id == neo.uid), None)
         if ana is not None and one_s.degree[ana.id] > MAX_MENTIONS:
             reached_hub = True

@@ -146,7 +146,7 @@ def graph_query(
         keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
         seed_memories=cfg.graph_seed_memories if seeded else 0, depth=cfg.graph_depth,
         max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
-        as_of=as_of, vector=vector,
+        hub_degree=cfg.graph_hub_degree, as_of=as_of, vector=vector,
     )
 
 

@@ -143,6 +143,9 @@ class GraphQuery:
     """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
     max_mentions: int = 8
     """Memories fetched per reached entity (by memory id): a hub cannot flood the result."""
+    hub_degree: int = 64
+    """An entity more memories than this mention is a hub: its degree is read, its memories are not
+    fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""
     as_of: datetime | None = None
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
     vector: Vector | None = field(default=None, compare=False)
@@ -162,8 +165,8 @@ class Subgraph:
     relations: list[Relation] = field(default_factory=list)
     """Facts touching the expanded entities, sorted by id."""
     mentions: list[tuple[str, str]] = field(default_factory=list)
-    """(memory id, entity id): up to ``max_mentions`` memories of each reached entity, and every
-    entity of the seed memories; sorted, no repeats."""
+    """(memory id, entity id): up to ``max_mentions`` memories of each reached entity that is not a
+    hub (``hub_degree``), and every entity of the seed memories; sorted, no repeats."""
     degree: dict[str, int] = field(default_factory=dict)
     """Reached entity id -> how many memories mention it."""
     records: dict[str, MemoryRecord] = field(default_factory=dict)
@@ -296,7 +299,7 @@ class Store(ABC):
         entity, its first ``max_facts`` facts by id (valid at ``as_of``, or open; either direction);
         their unseen in-scope ends, ordered by (mentions, id) and cut to ``max_frontier``, are reached
         and form the next frontier. Facts are kept when both ends (a datatype fact: its source) are
-        reached. Mentions and degrees are read for every reached entity.
+        reached. Degrees are read for every reached entity, mentions for those that are not hubs.
         """
 
     def search(

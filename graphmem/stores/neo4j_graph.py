@@ -852,7 +852,7 @@ def neighbourhood_cypher(
     ``q.depth`` and ``q.as_of`` being set; every value goes into ``params``.
     """
     params.update(g_keys=list(q.keys), g_max_seeds=int(q.max_seeds), g_max_frontier=int(q.max_frontier),
-                  g_max_facts=int(q.max_facts), g_max_mentions=int(q.max_mentions))
+                  g_max_facts=int(q.max_facts), g_max_mentions=int(q.max_mentions), g_hub_degree=int(q.hub_degree))
     if q.as_of is not None:
         params["g_as_of"] = to_utc(q.as_of)
         valid = "(r.valid_from IS NULL OR r.valid_from <= $g_as_of) AND (r.valid_to IS NULL OR r.valid_to > $g_as_of)"
@@ -909,9 +909,11 @@ def neighbourhood_cypher(
         f"RETURN collect({{fact: {_rel_proj('r')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
         "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
         "collect(coalesce(r.memory_ids, [])) AS g_prov }",
-        # Per reached entity: its degree and its first memories by id.
-        "CALL (g_seen) { UNWIND g_seen AS e CALL (e) { MATCH (e)<-[:MENTIONS]-(m) WITH m.id AS mid ORDER BY mid "
-        f"LIMIT $g_max_mentions RETURN collect(mid) AS mids }} WITH e, mids, {_DEGREE.format(v='e')} AS d "
+        # Per reached entity: its degree and, unless it is a hub, its first memories by id (the degree
+        # test comes first, so a hub's mentions are never read).
+        f"CALL (g_seen) {{ UNWIND g_seen AS e WITH e, {_DEGREE.format(v='e')} AS d "
+        "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m.id AS mid ORDER BY mid "
+        "LIMIT $g_max_mentions RETURN collect(mid) AS mids } "
         f"RETURN collect({{e: {_entity_proj('e')}, deg: d, mids: mids}}) AS g_ents }}",
         # The records of every memory in the result that passes the scope and the filter.
         "CALL (g_ents, g_prov, g_seed_pairs, g_skip) { "

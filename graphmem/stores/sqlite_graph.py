@@ -358,7 +358,7 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
         out.degree.update((i, fresh.degree[i]) for i in frontier)
     out.relations = sorted((r for r in facts.values() if r.source_id in out.entities
                             and (r.target_id is None or r.target_id in out.entities)), key=lambda r: r.id)
-    for eid in sorted(out.entities):
+    for eid in sorted(e for e in out.entities if out.degree.get(e, 0) <= q.hub_degree):
         out.mentions.extend((m, eid) for (m,) in conn.execute(
             "SELECT memory_id FROM mentions WHERE entity_id = ? ORDER BY memory_id LIMIT ?", (eid, q.max_mentions)))
     out.mentions = sorted(set(out.mentions))
