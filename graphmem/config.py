@@ -142,8 +142,8 @@ class SearchConfig(_Section):
     """Per-signal fusion weights. ``graph`` (bridge and traversal scores, see
     :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to 0 to skip it.
     Measured with ``bench/retrieval.py`` (all-MiniLM-L6-v2, rule extraction, a memory per turn),
-    recall@5 of the default: MuSiQue 0.713 (vector alone 0.622, full text 0.518, graph 0.468, mem0
-    mode 0.592), LoCoMo 0.576 (0.367, 0.551, 0.498, 0.466). Weights .5/.5/.8 give 0.668 and 0.575;
+    recall@5 of the default: MuSiQue 0.713 (vector alone 0.622, full text 0.518, graph 0.494, mem0
+    mode 0.592), LoCoMo 0.576 (0.367, 0.551, 0.499, 0.466). Weights .5/.5/.8 give 0.668 and 0.575;
     with PageRank alone as the graph score (bridge weight 0, traversal weight 1) 0.600 and 0.581:
     the bridge is what lifts MuSiQue, at a small cost on LoCoMo."""
     normalize: Literal["scale", "minmax", "zscore"] = "scale"

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .rerank import Reranker
 
 
-_TEXT_ONLY = SearchConfig(weights={"vector": 0.5, "fulltext": 0.5, "graph": 0.0})
+_TEXT_ONLY = SearchConfig(weights={**SearchConfig().weights, "graph": 0.0})
+"""Seeds a graph-only search: the default text weights, so it walks from the seeds hybrid search would."""
 
 
 @dataclass(frozen=True)
