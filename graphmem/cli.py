@@ -193,6 +193,13 @@ def reset(
     console.print("store reset")
 
 
+@app.command()
+def optimize(as_json: JsonOpt = False, config: ConfigOpt = None) -> None:
+    """Compact the search indexes after a bulk load or many small writes (Memory.optimize)."""
+    with _memory(config) as m:
+        _emit(_run(m.optimize), as_json)
+
+
 @ontology_app.command("dry-run")
 def dry_run(
     ontology: Annotated[list[Path], typer.Option("--ontology", "-o", help="Changed ontology files or folders.")],

@@ -349,6 +349,11 @@ class Memory:
         """Delete every memory and history event of every tenant. Administration only."""
         self.store.reset()
 
+    def optimize(self) -> dict[str, Any]:
+        """Compact the store's search indexes (see :meth:`Store.optimize`); run it when the store is
+        quiet, e.g. after a bulk load or nightly. Administration only: it spans every tenant."""
+        return self.store.optimize()
+
     # -- reads ------------------------------------------------------------------------------------
     def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
@@ -502,6 +507,9 @@ class AsyncMemory:
 
     async def reset(self) -> None:
         await asyncio.to_thread(self.sync.reset)
+
+    async def optimize(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.optimize)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -387,3 +387,52 @@ def test_nearest_finds_each_rows_closest_memory_in_scope(mem: Memory, uid: str) 
     assert [h[0] for h in hits if h] == [ids[2], ids[0]]
     assert all(h and h[1] > 0.99 for h in hits)
     assert mem.store.nearest(Scope(user_id=uid + "-none"), mem.embedder.embed(["x"])) == [None]
+
+
+def test_optimize_keeps_data_and_ranking(mem: Memory, backend: str, uid: str) -> None:
+    """Compacting the indexes changes neither what is stored nor how a search ranks it."""
+    texts = ["Ana moved to Lisbon in May", "Ana's sister Rita lives in Porto", "The cat Miso likes tuna",
+             "Rita works at a bakery", "Lisbon has many hills"]
+    for t in texts:
+        mem.add(t, infer=False, user_id=uid)
+    queries = ("Where does Rita live?", "tuna")
+    before = {q: mem.search(q, user_id=uid, top_k=5, explain=True)["results"] for q in queries}
+    done = mem.optimize()
+    assert done["backend"] == backend
+    if backend == "neo4j":
+        assert set(done["rebuilt_s"]) == {"memory_text", "entity_names", "entity_embedding", "memory_embedding"}
+    else:
+        assert "memories_fts" in done["fulltext_merged"]
+    assert len(mem.get_all(user_id=uid)["results"]) == len(texts)
+    for q, results in before.items():
+        again = mem.search(q, user_id=uid, top_k=5, explain=True)["results"]
+        assert [r["id"] for r in again] == [r["id"] for r in results]
+        assert [r["score"] for r in again] == pytest.approx([r["score"] for r in results], abs=1e-6)
+
+
+def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp_path: Any, uid: str) -> None:
+    """An older store's quantized vector index is rebuilt with the current (exact) options."""
+    if not neo4j_available:
+        pytest.skip("no Neo4j (run `make test`, which starts one)")
+    backend = "neo4j"
+    from graphmem import MemoryConfig
+    from graphmem.embedding import HashingEmbedder
+
+    from .conftest import make_config
+
+    show = "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'memory_embedding' RETURN options"
+    with Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384)) as m:
+        driver = m.store._driver  # type: ignore[attr-defined]
+        driver.execute_query("DROP INDEX memory_embedding")
+        driver.execute_query(
+            "CREATE VECTOR INDEX memory_embedding FOR (m:Memory) ON (m.embedding) OPTIONS {indexConfig: "
+            "{`vector.dimensions`: 384, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: true}}")
+    with Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384)) as m:
+        m.add("Rita lives in Porto", infer=False, user_id=uid)
+        assert m.store._exact_index is False  # type: ignore[attr-defined]
+        assert ids(m.search("Porto", user_id=uid, top_k=1))
+        m.optimize()
+        assert m.store._exact_index is True  # type: ignore[attr-defined]
+        options = m.cypher(show)[0]["options"]
+        assert options["indexConfig"]["vector.quantization.enabled"] is False
+        assert m.search("Porto", user_id=uid, top_k=1)["results"][0]["memory"] == "Rita lives in Porto"

@@ -9,6 +9,7 @@ rank alike.
 from __future__ import annotations
 
 import math
+from collections import ChainMap
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,7 +90,7 @@ def run_search(
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
-    records = {**sub.records, **cands.records}
+    records = ChainMap(cands.records, sub.records)  # built only for the memories ranked below
     graph = GraphResult()
     if gq is not None:
         # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)

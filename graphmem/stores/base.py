@@ -9,7 +9,7 @@ entirely or not at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -35,6 +35,59 @@ def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]
         else:
             out[key] = value
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    build: Callable[[Any], MemoryRecord]
+    row: Any
+
+
+class Records(MutableMapping[str, MemoryRecord]):
+    """Memory records by id, each built from its store row on first access.
+
+    Why: a search reads a few hundred rows (every candidate and graph memory, for scoring) but
+    returns about ten, and building a :class:`MemoryRecord` costs more than scoring one.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[str, MemoryRecord | _Row] = {}
+
+    def add_row(self, memory_id: str, row: Any, build: Callable[[Any], MemoryRecord]) -> None:
+        """Keep ``row`` unbuilt until the record is read (``build(row)`` then makes it)."""
+        self._items[memory_id] = _Row(build, row)
+
+    def copy_from(self, other: Records, ids: Iterable[str]) -> None:
+        """Take ``other``'s entries for ``ids`` (those it has), built or not."""
+        for i in ids:
+            if i in other._items:
+                self._items[i] = other._items[i]
+
+    def __getitem__(self, memory_id: str) -> MemoryRecord:
+        item = self._items[memory_id]
+        if isinstance(item, _Row):
+            item = self._items[memory_id] = item.build(item.row)
+        return item
+
+    def __setitem__(self, memory_id: str, record: MemoryRecord) -> None:
+        self._items[memory_id] = record
+
+    def __delitem__(self, memory_id: str) -> None:
+        del self._items[memory_id]
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Records({len(self._items)})"
 
 
 @dataclass(frozen=True)
@@ -66,7 +119,7 @@ class Candidates:
     """Cosine similarity in [-1, 1], best first."""
     fulltext: list[tuple[str, float]] = field(default_factory=list)
     """BM25 relevance (higher is better, unbounded), best first."""
-    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    records: Records = field(default_factory=Records)
     similarity: dict[str, float] = field(default_factory=dict)
     """Exact cosine of every record, full-text hits included, so that a hit the vector top-k missed
     is still scored on the vector signal instead of counting 0 there. Empty without a query vector."""
@@ -169,7 +222,7 @@ class Subgraph:
     hub (``hub_degree``), and every entity of the seed memories; sorted, no repeats."""
     degree: dict[str, int] = field(default_factory=dict)
     """Reached entity id -> how many memories mention it."""
-    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    records: Records = field(default_factory=Records)
     """The memories of ``mentions`` and of the facts' provenance that pass the scope and the filter:
     fetched in the same read so that a memory only the graph found costs no extra round trip."""
     similarity: dict[str, float] = field(default_factory=dict)
@@ -348,3 +401,11 @@ class Store(ABC):
     @abstractmethod
     def reset(self) -> None:
         """Delete everything of every tenant, including history and the graph; keep the schema."""
+
+    @abstractmethod
+    def optimize(self) -> dict[str, Any]:
+        """Compact the search indexes after many small writes (what was done, and how long it took).
+
+        Why: index structures written a transaction at a time split into many parts, and a search
+        visits each part. Data is not changed; run it when the store is quiet.
+        """

@@ -84,6 +84,7 @@ from .base import (
     GraphWrite,
     MemoryPatch,
     NewMemory,
+    Records,
     Store,
     StoreInfo,
     Subgraph,
@@ -113,6 +114,10 @@ DATA_LABELS: Final = ("Memory", "HistoryEvent", *graph.GRAPH_LABELS)
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
+_REBUILT_INDEXES: Final = ("memory_text", "entity_names", "entity_embedding", "memory_embedding")
+"""What :meth:`Neo4jStore.optimize` rebuilds: the Lucene-backed indexes search reads."""
+_REBUILD_TIMEOUT_S: Final = 3_600
+
 _KK_FLOOR: Final = 100
 """Smallest index over-fetch: below this recall drops faster than the HNSW cost does (measured at
 100k memories, hashing embedder, load ~4 on 2 cores: recall@40 0.89 at 60 rows, 0.94 at 100, 0.97 at
@@ -461,6 +466,14 @@ def _similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dic
     out = {h["id"]: float(h["sim"]) for h in fhits if h.get("sim") is not None}
     out.update({h["id"]: max(-1.0, min(1.0, 2.0 * float(h["s"]) - 1.0)) for h in vhits})
     return out
+
+
+def _add_records(sub: Subgraph, recs: list[dict[str, Any]]) -> None:
+    """The subgraph's own records (rows of :func:`_graph_record_proj`), unbuilt, and their cosines."""
+    for r in recs:
+        sub.records.add_row(r["rec"]["id"], r["rec"], _record)
+        if r.get("sim") is not None:
+            sub.similarity[r["rec"]["id"]] = float(r["sim"])
 
 
 def _graph_record_proj(sim: bool) -> str:
@@ -824,6 +837,30 @@ class Neo4jStore(Store):
             "CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.aliases_text]",
         ]
         return statements + graph.schema_statements()
+
+    def optimize(self) -> dict[str, Any]:
+        """Rebuild the Lucene-backed search indexes, each into as few segments as the server's build
+        buffer allows, one index at a time (a quantized vector index of an older store comes back exact).
+
+        Why: Neo4j adds index segments as transactions commit and merges them lazily, and a vector
+        search walks the HNSW graph of every segment: at 100k memories one segment answered
+        ``queryNodes`` in 3 ms where six took 7. While an index rebuilds, searches that need it fail
+        with :class:`StoreError` (Neo4j waits for it to come online, then gives up).
+        """
+        if self._dims is None:
+            raise StoreError("store not opened: call open() first")
+        statements = {name: stmt for stmt in self._schema_statements(self._dims)
+                      for name in _REBUILT_INDEXES if stmt.startswith("CREATE ") and f" INDEX {name} " in stmt}
+        rebuilt: dict[str, float] = {}
+        with self._errors("optimize", write=True), self._session() as session:
+            for name in _REBUILT_INDEXES:
+                started = time.perf_counter()
+                session.run(f"DROP INDEX {name} IF EXISTS").consume()
+                session.run(statements[name]).consume()
+                session.run("CALL db.awaitIndex($name, $timeout)", name=name, timeout=_REBUILD_TIMEOUT_S).consume()
+                rebuilt[name] = round(time.perf_counter() - started, 3)
+            self._exact_index = self._index_is_exact(session)
+        return {"backend": "neo4j", "rebuilt_s": rebuilt, "seconds": round(sum(rebuilt.values()), 3)}
 
     def close(self) -> None:
         if self._driver is not None:
@@ -1270,11 +1307,11 @@ class Neo4jStore(Store):
         for hit in vhits:
             cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
             out.vector.append((hit["id"], cosine))
-            out.records[hit["id"]] = _record(hit["rec"])
+            out.records.add_row(hit["id"], hit["rec"], _record)
         for hit in fhits:
             out.fulltext.append((hit["id"], float(hit["s"])))
             if hit["id"] not in out.records:
-                out.records[hit["id"]] = _record(hit["rec"])
+                out.records.add_row(hit["id"], hit["rec"], _record)
         if plan.vector:
             out.similarity = _similarity(vhits, fhits)
         return out
@@ -1304,8 +1341,7 @@ class Neo4jStore(Store):
         if row is None:
             raise StoreError("Neo4j neighbourhood returned no row")
         sub, recs = graph.read_subgraph(row)
-        sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
-        sub.similarity = {r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None}
+        _add_records(sub, recs)
         return sub
 
     def search(
@@ -1358,15 +1394,19 @@ class Neo4jStore(Store):
                 cands.round_trips += 1
                 return cands, sub
         sub, recs = graph.read_subgraph(row)
-        sub.records = {r["rec"]["id"]: _record(r["rec"]) for r in recs}
+        _add_records(sub, recs)
         # The records the query skipped: first-pass hits (in scope, passing the filter by construction).
-        hits = cands.records if cands.round_trips == 1 else {
-            h["id"]: _record(h["rec"]) for found in first.values() for h in found}
+        hits = cands.records
+        if cands.round_trips > 1:
+            hits = Records()
+            for found in first.values():
+                for h in found:
+                    hits.add_row(h["id"], h["rec"], _record)
         wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
-        sub.records.update({m: rec for m, rec in hits.items() if m in wanted})
+        sub.records.copy_from(hits, wanted)
         if plan.vector:
             sims = _similarity(first["vh"], first["fh"])
-            sims.update({r["rec"]["id"]: float(r["sim"]) for r in recs if r.get("sim") is not None})
+            sims.update(sub.similarity)
             sub.similarity = {m: sims[m] for m in sub.records if m in sims}
         return cands, sub
 

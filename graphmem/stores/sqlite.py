@@ -18,6 +18,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -522,6 +523,21 @@ class SQLiteStore(Store):
             graph.reset_graph(conn)
 
     # -- graph reads ------------------------------------------------------------------------------
+    def optimize(self) -> dict[str, Any]:
+        """Merge each FTS5 index into one b-tree, refresh the planner's statistics, truncate the WAL."""
+        started = time.perf_counter()
+        with self._write() as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%' "
+                "ORDER BY name")]
+            for table in tables:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            conn.execute("ANALYZE")
+        with self._guard(contextlib.nullcontext(self._conn())) as conn:
+            conn.execute("PRAGMA optimize")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return {"backend": "sqlite", "fulltext_merged": tables, "seconds": round(time.perf_counter() - started, 3)}
+
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
         with self._read() as conn:
             return graph.find_entities(conn, scope, list(dict.fromkeys(keys)), exact=exact)
@@ -550,7 +566,7 @@ class SQLiteStore(Store):
                 f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id IN ({','.join('?' * len(part))}) "
                 f"AND {where} AND {fsql}", [*part, *params, *fparams]
             ):
-                sub.records[row["id"]] = _record(row)
+                sub.records.add_row(row["id"], row, _record)
         if query.vector is not None:
             sub.similarity = self._similarity(conn, list(sub.records), query.vector)
         return sub
@@ -740,7 +756,7 @@ class SQLiteStore(Store):
             for row in conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})", part
             ):
-                out.records[row["id"]] = _record(row)
+                out.records.add_row(row["id"], row, _record)
         if vector is not None:
             out.similarity = dict(out.vector)
             missing = [i for i in out.records if i not in out.similarity]
