@@ -14,7 +14,7 @@
 #   GRAPHMEM_NEO4J_PORT       Bolt port on 127.0.0.1; default 7687
 #   NEO4J_PASSWORD            password of user neo4j (>= 8 chars); default graphmem-test
 #   GRAPHMEM_NEO4J_PAGECACHE  page cache size; default 256m
-#   GRAPHMEM_NEO4J_HEAP       JVM max heap; default 1g
+#   GRAPHMEM_NEO4J_HEAP       JVM max heap; default 2g
 #   JAVA                      java binary; default: $JAVA_HOME/bin/java, else java on PATH
 #   MVN                       maven binary; default: mvn on PATH
 set -euo pipefail
@@ -35,7 +35,7 @@ if [[ -z "${JAVA:-}" ]]; then
     fi
 fi
 MVN="${MVN:-mvn}"
-HEAP="${GRAPHMEM_NEO4J_HEAP:-1g}"
+HEAP="${GRAPHMEM_NEO4J_HEAP:-2g}"
 STOP_TIMEOUT=60
 
 die() {

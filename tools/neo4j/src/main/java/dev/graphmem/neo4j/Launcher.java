@@ -36,7 +36,7 @@ import org.neo4j.kernel.api.impl.index.LuceneSettings;
  *   <li>{@code NEO4J_PASSWORD}: password of user {@code neo4j}, default {@code graphmem-test}</li>
  *   <li>{@code GRAPHMEM_NEO4J_PAGECACHE}: page cache size, default {@code 256m}</li>
  *   <li>{@code GRAPHMEM_NEO4J_VECTOR_MERGE_FACTOR}: vector index segments merged at once, default 4</li>
- *   <li>{@code GRAPHMEM_NEO4J_VECTOR_BUFFER_MB}: heap buffer of a vector index build, default 64</li>
+ *   <li>{@code GRAPHMEM_NEO4J_VECTOR_BUFFER_MB}: heap buffer (MB) of a vector index build, default 512</li>
  * </ul>
  *
  * <p>Prints {@code graphmem-neo4j ready bolt://127.0.0.1:PORT} on stdout once Bolt accepts
@@ -106,7 +106,7 @@ public final class Launcher {
         int mergeFactor = Integer.parseInt(env("GRAPHMEM_NEO4J_VECTOR_MERGE_FACTOR", "4"));
         config.put(LuceneSettings.vector_standard_merge_factor, mergeFactor);
         config.put(LuceneSettings.vector_population_merge_factor, mergeFactor);
-        double populationBuffer = Double.parseDouble(env("GRAPHMEM_NEO4J_VECTOR_BUFFER_MB", "64"));
+        double populationBuffer = Double.parseDouble(env("GRAPHMEM_NEO4J_VECTOR_BUFFER_MB", "512"));
         config.put(LuceneSettings.vector_population_ram_buffer_size, populationBuffer);
 
         log("starting Neo4j (home " + home + ", bolt " + HOST + ":" + port
