@@ -8,6 +8,7 @@ rank alike.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import ChainMap
 from collections.abc import Callable
@@ -101,8 +102,14 @@ def run_search(
         graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)
         signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
     now = req.now or utcnow()
+    # Decay only lowers a fused score, so once the next fused score is below the worst of the best
+    # `needed` decayed ones, no later hit can enter them: the rest are neither built nor decayed.
+    needed = max(req.k, cfg.rerank_top_n) if reranker is not None else req.k
     ranked: list[tuple[float, Any]] = []
+    floor: list[float] = []  # min-heap of the best `needed` decayed scores
     for hit in fuse(signals, cfg):
+        if len(floor) >= needed and hit.score < floor[0]:
+            break
         rec = records[hit.id]
         if rec.expires_at is not None and rec.expires_at <= (req.as_of or now):
             continue
@@ -110,6 +117,10 @@ def run_search(
             continue
         factor = decay_factor(rec, req.as_of or now, cfg)
         ranked.append((hit.score * factor, (hit, rec, factor)))
+        if len(floor) < needed:
+            heapq.heappush(floor, hit.score * factor)
+        else:
+            heapq.heappushpop(floor, hit.score * factor)
     ranked.sort(key=lambda item: (-item[0], item[1][0].id))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
