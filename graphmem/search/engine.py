@@ -96,7 +96,7 @@ def run_search(
     if gq is not None:
         # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)
         text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
-        seeds = {f.id: f.score for f in fuse(signals, text_cfg)[: cfg.graph_seed_memories]}
+        seeds = {f.id: f.score for f in fuse(signals, text_cfg, details=False)[: cfg.graph_seed_memories]}
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
         graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)
@@ -107,7 +107,7 @@ def run_search(
     needed = max(req.k, cfg.rerank_top_n) if reranker is not None else req.k
     ranked: list[tuple[float, Any]] = []
     floor: list[float] = []  # min-heap of the best `needed` decayed scores
-    for hit in fuse(signals, cfg):
+    for hit in fuse(signals, cfg, details=req.explain):
         if len(floor) >= needed and hit.score < floor[0]:
             break
         rec = records[hit.id]

@@ -40,19 +40,23 @@ def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) ->
     return {i: (s / best if best > 0 else 0.0) for i, s in hits}
 
 
-def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig) -> list[Fused]:
-    """Combine ranked per-signal hits (best first) into one list, best first, ties by id."""
+def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig, *, details: bool = True) -> list[Fused]:
+    """Combine ranked per-signal hits (best first) into one list, best first, ties by id.
+    ``details=False`` skips the per-signal breakdown (for scores only, e.g. choosing graph seeds)."""
     weights = {s: cfg.weights.get(s, 0.0) for s in signals if cfg.weights.get(s, 0.0) > 0}
     total = sum(weights.values()) or 1.0
+    rrf = cfg.fusion == "rrf"
     results: dict[str, Fused] = {}
     for signal, hits in signals.items():
         if signal not in weights:  # weight 0: the signal neither scores nor brings candidates
             continue
         norm = _normalize(signal, hits, cfg)
         for rank, (mid, raw) in enumerate(hits, start=1):
-            rrf = cfg.fusion == "rrf"
             part = weights[signal] / (cfg.rrf_k + rank) if rrf else weights[signal] * norm[mid] / total
-            entry = results.setdefault(mid, Fused(mid, 0.0))
+            entry = results.get(mid)
+            if entry is None:
+                entry = results[mid] = Fused(mid, 0.0)
             entry.score += part
-            entry.details[signal] = {"raw": raw, "normalized": norm[mid], "rank": rank, "contribution": part}
+            if details:
+                entry.details[signal] = {"raw": raw, "normalized": norm[mid], "rank": rank, "contribution": part}
     return sorted(results.values(), key=lambda f: (-f.score, f.id))
