@@ -39,6 +39,9 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     assert denied.returncode == 2 and "NotFoundError" in denied.stderr
     noscope = cli(tmp_path, "search", "cello", check=False)
     assert noscope.returncode == 2 and "ScopeError" in noscope.stderr
+    optimized = json.loads(cli(tmp_path, "optimize", "--json").stdout)
+    assert optimized["backend"] == "sqlite" and "memories_fts" in optimized["fulltext_merged"]
+    assert json.loads(cli(tmp_path, "search", "viola", "-u", "ann", "--json").stdout)["results"][0]["id"] == mid
     assert json.loads(cli(tmp_path, "delete-all", "-u", "ann").stdout)["deleted"] == 1
     assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
 
@@ -63,6 +66,7 @@ def test_async_memory(tmp_path: Path) -> None:
         await m.delete(mid, user_id="a")
         with pytest.raises(NotFoundError):
             await m.get(mid, user_id="a")
+        assert (await m.optimize())["backend"] == "sqlite"
         assert (await m.delete_all(user_id="a"))["deleted"] == 8
         await m.add("Ana knows Bo", infer=False, user_id="g", triples=[
             {"source": "Ana", "relation": "livesIn", "target": "Bo", "source_type": "Person", "target_type": "Person"}])
