@@ -404,10 +404,14 @@ def test_optimize_keeps_data_and_ranking(mem: Memory, backend: str, uid: str) ->
     else:
         assert "memories_fts" in done["fulltext_merged"]
     assert len(mem.get_all(user_id=uid)["results"]) == len(texts)
+    def cosines(results: list[dict[str, Any]]) -> list[float | None]:
+        return [r["score_details"].get("vector", {}).get("raw") for r in results]
+
+    # BM25 statistics may move (a rebuilt index forgets other tenants' deleted documents); cosines may not
     for q, results in before.items():
         again = mem.search(q, user_id=uid, top_k=5, explain=True)["results"]
         assert [r["id"] for r in again] == [r["id"] for r in results]
-        assert [r["score"] for r in again] == pytest.approx([r["score"] for r in results], abs=1e-6)
+        assert cosines(again) == pytest.approx(cosines(results), abs=1e-6)
 
 
 def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp_path: Any, uid: str) -> None:

@@ -15,6 +15,7 @@
 #   NEO4J_PASSWORD            password of user neo4j (>= 8 chars); default graphmem-test
 #   GRAPHMEM_NEO4J_PAGECACHE  page cache size; default 256m
 #   GRAPHMEM_NEO4J_HEAP       JVM max heap; default 2g
+#   GRAPHMEM_NEO4J_JAVA_OPTS  further JVM options (word-split), e.g. for profiling with JFR
 #   JAVA                      java binary; default: $JAVA_HOME/bin/java, else java on PATH
 #   MVN                       maven binary; default: mvn on PATH
 set -euo pipefail
@@ -139,6 +140,7 @@ cmd_start() {
         --add-opens=java.base/java.io=ALL-UNNAMED \
         --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
         -Xmx"$HEAP" \
+        ${GRAPHMEM_NEO4J_JAVA_OPTS:-} \
         -cp "$LAUNCHER_JAR:$LIB_DIR/*" \
         "$MAIN_CLASS" "$RUN_DIR" \
         </dev/null >"$LOG_FILE" 2>&1 &
