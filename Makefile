@@ -51,7 +51,7 @@ bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 
 .PHONY: bench-search
 bench-search: venv  ## search p50/p95 per mode at 10k/100k memories, both backends (issue 5; stores cached in .cache/)
-	bash tools/with-neo4j.sh $(BIN)/python bench/search_latency.py $(ARGS)
+	GRAPHMEM_NEO4J_PAGECACHE=$${GRAPHMEM_NEO4J_PAGECACHE:-1g} bash tools/with-neo4j.sh $(BIN)/python bench/search_latency.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache
