@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import ValidationError
 
 from .chunking import Chunk
@@ -401,6 +403,7 @@ class Memory:
         as_of: datetime | str | None = None,
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        vector: Sequence[float] | None = None,
     ) -> dict[str, Any]:
         """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
 
@@ -411,6 +414,8 @@ class Memory:
         ``as_of`` ranks what was known at that instant (memories created by then and not expired,
         facts valid then). Expired memories (``expires_at``) are never returned. With ``explain``,
         each result carries its per-signal scores and graph path, and the answer its round trips.
+        ``vector``: the query's embedding by this store's embedder, when the caller already has it
+        (an agent that embedded the message for something else): search then does not embed again.
         """
         from .search.engine import SearchRequest, run_search
 
@@ -423,8 +428,22 @@ class Memory:
             scope=scope, text=text, k=self._positive(top_k, self.config.search.top_k, "top_k"),
             flt=parse_filters(filters), threshold=self.config.search.threshold if threshold is None else threshold,
             explain=explain, as_of=times["as_of"], since=times["since"], until=times["until"],
+            vector=None if vector is None else self._query_vector(vector),
         )
         return run_search(self.store, self.embedder, lambda: self.ontology, self.config.search, req, self._reranker())
+
+    def _query_vector(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
+        """A caller's query embedding, checked (dimensions, finite) and L2-normalized as the embedder's are."""
+        try:
+            arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"vector must be a sequence of numbers: {exc}") from exc
+        if arr.shape[0] != self.embedder.dims or not np.isfinite(arr).all():
+            raise InvalidInputError(
+                f"vector must hold {self.embedder.dims} finite numbers (embedder {self.embedder.name}), "
+                f"got {arr.shape[0]}")
+        norm = float(np.linalg.norm(arr))
+        return arr / norm if norm > 0 else arr
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""

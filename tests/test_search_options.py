@@ -171,3 +171,22 @@ def test_ppr_reaches_memories_through_shared_names(mem: Memory, uid: str) -> Non
     mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.0})
     assert society not in ids(mem.search("Who founded the publisher of the Journal of Quiet Physics?",
                                          user_id=uid, top_k=2))
+
+
+def test_search_takes_the_callers_query_vector(mem: Memory, uid: str) -> None:
+    """A caller that already embedded the query passes the vector; search does not embed it again."""
+    for t in ("Ana plays the cello", "Bo repairs bicycles", "The cafe opens at nine"):
+        mem.add(t, infer=False, user_id=uid)
+    query = "who plays music"
+    plain = mem.search(query, user_id=uid, top_k=3, explain=True)["results"]
+    given = mem.search(query, user_id=uid, top_k=3, explain=True, vector=list(mem.embedder.embed_one(query) * 3.0))
+    assert [r["id"] for r in given["results"]] == [r["id"] for r in plain]
+    assert [r["score"] for r in given["results"]] == pytest.approx([r["score"] for r in plain])
+    other = mem.embedder.embed_one("bicycle repair shop")
+    steered = mem.search(query, user_id=uid, top_k=3, explain=True, vector=other)["results"]
+    bo = next(r for r in steered if r["memory"] == "Bo repairs bicycles")
+    assert bo["score_details"]["vector"]["raw"] == pytest.approx(float(other @ mem.embedder.embed_one(bo["memory"])),
+                                                                 abs=1e-5)
+    for bad in ([1.0, 2.0], [float("nan")] * mem.embedder.dims, ["x"] * mem.embedder.dims):
+        with pytest.raises(InvalidInputError):
+            mem.search(query, user_id=uid, vector=bad)

@@ -26,7 +26,7 @@ from .graph import GraphResult, graph_candidates, graph_query
 if TYPE_CHECKING:
     from ..embedding import Embedder
     from ..ontology import Ontology
-    from ..stores.base import Store
+    from ..stores.base import Store, Vector
     from .rerank import Reranker
 
 
@@ -48,6 +48,8 @@ class SearchRequest:
     until: datetime | None = None
     """Time window on the memory's time: ``event_time``, else ``created_at``."""
     now: datetime | None = None
+    vector: Vector | None = None
+    """The query's embedding when the caller has it (L2-normalized); else the embedder makes it."""
 
 
 def time_window(since: datetime | None, until: datetime | None) -> Filter | None:
@@ -81,7 +83,7 @@ def run_search(
     reranker: Reranker | None = None,
 ) -> dict[str, Any]:
     """Rank the scope's memories for ``req`` (see ``Memory.search``)."""
-    vector = embedder.embed_one(req.text)
+    vector = embedder.embed_one(req.text) if req.vector is None else req.vector
     usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
