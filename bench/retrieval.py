@@ -64,19 +64,17 @@ def parse_time(text: str | None) -> datetime | None:
     return _DATE_CACHE[text]
 
 
-def search_config(mode: str) -> SearchConfig | None:
-    """The search configuration a mode stands for; ``None`` for modes not served by ``Memory.search``."""
-    if mode == "vector":
-        return SearchConfig(weights={"vector": 1.0, "fulltext": 0.0})
-    if mode == "fulltext":
-        return SearchConfig(weights={"vector": 0.0, "fulltext": 1.0})
-    if mode == "graph":
-        return SearchConfig(weights={"vector": 0.0, "fulltext": 0.0, "graph": 1.0})
-    if mode == "hybrid":
-        return SearchConfig()
-    if mode == "hybrid_rrf":
-        return SearchConfig(fusion="rrf")
-    return None
+def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchConfig | None:
+    """The search configuration a mode stands for (``overrides``: further ``SearchConfig`` fields, the
+    same for every mode); ``None`` for modes not served by ``Memory.search``."""
+    fields: dict[str, Any] | None = {
+        "vector": {"weights": {"vector": 1.0, "fulltext": 0.0}},
+        "fulltext": {"weights": {"vector": 0.0, "fulltext": 1.0}},
+        "graph": {"weights": {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}},
+        "hybrid": {},
+        "hybrid_rrf": {"fusion": "rrf"},
+    }.get(mode)
+    return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
 
 
 def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence") -> MemoryConfig:
@@ -262,7 +260,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     if mode == "mem0":
                         results, ms = timed(mem0.search, q["text"], coll["id"], top)
                     else:
-                        mem.config.search = search_config(mode)  # type: ignore[assignment]
+                        mem.config.search = search_config(mode, args.search)  # type: ignore[assignment]
                         out, ms = timed(mem.search, q["text"], user_id=coll["id"], top_k=top)
                         results = out["results"]
                     lat[mode].append(ms)
@@ -289,7 +287,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
                    "extract": args.extract, "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
-                   "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top,
+                   "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top, "search": args.search or {},
                    "gold_level": level,
                    "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
                    "docs_per_s": round(docs / ingest_s, 1) if ingest_s else None,
@@ -337,6 +335,8 @@ def main() -> int:
                         "(same file, backend, embedder and extraction options)")
     p.add_argument("--limit-collections", type=int, default=None)
     p.add_argument("--limit-queries", type=int, default=None)
+    p.add_argument("--search", type=json.loads, default=None, metavar="JSON",
+                   help='SearchConfig fields for every mode, e.g. \'{"graph_max_frontier": 8}\' (not weights)')
     p.add_argument("--out", default=None)
     args = p.parse_args()
     result = run(args)
