@@ -214,7 +214,7 @@ def cands_shape(c: Candidates) -> dict[str, Any]:
 
 def sub_shape(sub: Subgraph) -> dict[str, Any]:
     return {
-        "linked": list(sub.linked.items()), "seeds": sub.seeds, "entities": sub.entities,
+        "linked": list(sub.linked.items()), "link_how": sub.link_how, "seeds": sub.seeds, "entities": sub.entities,
         "relations": sub.relations, "mentions": sub.mentions, "degree": sub.degree,
         "records": {i: r.model_dump() for i, r in sub.records.items()},
     }
@@ -255,6 +255,13 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("Elif knows Rosa", {}),
     ("Ana", {"hub": 2}),  # hubs: degree read, memories not fetched
     ("Dora and Farid", {"hub": 1, "depth": 3}),
+    # Partial names through the entity full-text index: "Janeiro State" covers half of "Rio de Janeiro
+    # State", "Silva" half of Ana's alias; "Rio" a quarter, linked only under a lower threshold.
+    ("Janeiro State", {}),
+    ("Silva and Janeiro", {"cover": 0.25}),
+    ("Rio", {}),
+    ("Rio", {"cover": 0.25, "seeds": 0}),
+    ("Janeiro and Silva", {"link": 1}),
 ]
 
 
@@ -266,7 +273,9 @@ def search_config(opts: dict[str, Any], **kw: Any) -> SearchConfig:
         graph_max_frontier=opts.get("frontier", base.graph_max_frontier),
         graph_max_facts=opts.get("facts", base.graph_max_facts),
         graph_seed_memories=opts.get("seeds", base.graph_seed_memories),
-        graph_hub_degree=opts.get("hub", base.graph_hub_degree), **kw)
+        graph_hub_degree=opts.get("hub", base.graph_hub_degree),
+        graph_link_min_cover=opts.get("cover", base.graph_link_min_cover),
+        graph_link_fulltext=opts.get("link", 4), **kw)
 
 
 def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> None:
@@ -297,6 +306,8 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
             assert set(other) == set(sims[0]), where
             assert all(other[i] == pytest.approx(sims[0][i], abs=1e-5) for i in other), where
         assert one_s.entities, where
+        if opts.get("cover") or text == "Janeiro State":  # partial links happened, the same on both
+            assert any(how == "fulltext" for how, _ in one_s.link_how.values()), where
         if text.startswith("Ana Silva"):
             assert next(iter(one_s.linked)) == "ana silva", where  # the alias, then not "ana" again
             assert list(one_s.linked.values()).count(one_s.linked["ana silva"]) == 1, where

@@ -14,6 +14,14 @@ carries are skipped, since the text signals weigh them already, and so are names
 ``graph_bridge_max_degree`` memories carry. On MuSiQue this is what lifts hybrid recall@5 above the
 dense signal: the question names the first hop, and the answer's memory shares an entity with it.
 
+Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is
+looked up as an entity name or alias, exactly, through indexes; then, with
+``graph_link_fulltext > 0``, the entity full-text index finds names containing a query content word
+(:func:`query_words`), and those whose content words the query covers at least
+``graph_link_min_cover`` are linked too, scored by that cover (it scales their restart weight and
+walk start). The cover is computed from the stored names, not from the index's scores, which
+differ between FTS5 and Lucene.
+
 The traversal score is one of two (``search.graph_scoring``):
 
 ``ppr`` (default): Personalized PageRank over the local graph of memories and entities, the idea of
@@ -67,9 +75,11 @@ if TYPE_CHECKING:
     from ..config import SearchConfig
     from ..ontology import Ontology
 
-__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_ngrams"]
+__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_ngrams", "query_words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+MAX_LINK_WORDS = 200
+"""Query words looked up for partial names at most (a full-text query has a clause limit)."""
 
 
 @dataclass(frozen=True)
@@ -104,8 +114,9 @@ class GraphResult:
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per memory: how the graph reached it: the text hit it shares an entity with (``bridge``), or
     its best path from a linked query entity to the fact it supports, or the linked entity it mentions."""
-    linked: list[str] = field(default_factory=list)
-    """Names of the linked query entities."""
+    linked: list[dict[str, Any]] = field(default_factory=list)
+    """The linked query entities: ``name``, the query ``key`` (n-gram, or the name or alias a partial
+    link covered), ``how`` (``exact`` or ``fulltext``) and ``score`` (1 for exact, else the cover)."""
     relations: list[str] = field(default_factory=list)
     """Relations named in the query (IRIs; sub-properties are boosted too)."""
     classes: list[str] = field(default_factory=list)
@@ -123,6 +134,26 @@ def query_ngrams(text: str, longest: int = 4) -> list[str]:
                 continue
             out.setdefault(norm_name(" ".join(gram)), None)
     return [k for k in out if k]
+
+
+def query_words(text: str, names_only: bool = False) -> list[str]:
+    """Content words of ``text`` for partial-name linking, casefolded, in reading order, each followed
+    by its singular forms ("Beatles" also looks for "beatle"). Stopwords and words under three
+    characters are left out: they would link half the names of a scope. ``names_only``: only words
+    written with a capital ("Obama", "NASA"; a sentence's first word is most often a stopword)."""
+    out: dict[str, None] = {}
+    for m in _WORD.finditer(text):
+        raw = m.group()
+        if names_only and not raw[0].isupper():
+            continue
+        word = norm_name(raw)
+        if len(word) < 3 or word in STOPWORDS or " " in word:
+            continue
+        out.setdefault(word, None)
+        for form in _singulars(word):
+            if len(form) >= 3 and form not in STOPWORDS:
+                out.setdefault(form, None)
+    return list(out)
 
 
 def _outermost(keys: list[str]) -> set[str]:
@@ -144,6 +175,9 @@ def graph_query(
     seeded = cfg.graph_scoring == "ppr" or (cfg.graph_bridge_weight > 0 and cfg.graph_bridge_seeds > 0)
     return GraphQuery(
         keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
+        words=tuple(query_words(query, cfg.graph_link_names_only)[:MAX_LINK_WORDS]) if cfg.graph_link_fulltext > 0
+        else (),
+        max_fulltext=cfg.graph_link_fulltext, min_cover=cfg.graph_link_min_cover, link_pool=cfg.graph_link_pool,
         seed_memories=cfg.graph_seed_memories if seeded else 0, depth=cfg.graph_depth,
         max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
         hub_degree=cfg.graph_hub_degree, as_of=as_of, vector=vector,
@@ -174,7 +208,8 @@ def graph_candidates(
                 if p is not None:
                     named.add(p)
                     named.update(onto.sub_properties(p))
-    out.linked = [sub.entities[e].name for e in sub.linked.values()]
+    out.linked = [{"name": sub.entities[eid].name, "key": key, "how": sub.link_how.get(eid, ("exact", 1.0))[0],
+                   "score": sub.link_how.get(eid, ("exact", 1.0))[1]} for key, eid in sub.linked.items()]
     out.relations = sorted(named)
     out.classes = _named_classes(onto, query.keys)
     widened = {eid for eid, e in sub.entities.items()
@@ -254,7 +289,7 @@ def _walk(
         if rel.target_id is not None and rel.target_id != rel.source_id:
             by_entity.setdefault(rel.target_id, []).append(rel)
     names = {eid: e.name for eid, e in sub.entities.items()}
-    reached: dict[str, _Reach] = {eid: _Reach(1.0, ()) for eid in sub.linked.values()}
+    reached: dict[str, _Reach] = {eid: _Reach(_link_score(sub, eid), ()) for eid in sub.linked.values()}
     facts: dict[str, tuple[float, tuple[GraphStep, ...], Relation]] = {}
     frontier = list(sub.linked.values())
     for _hop in range(cfg.graph_depth):
@@ -350,10 +385,11 @@ def _ppr(
             edge(rel.target_id, rel.source_id, w)
     n = len(index)
     restart = np.zeros(n)
-    outer = _outermost(list(sub.linked))
+    exact = [key for key, eid in sub.linked.items() if eid not in sub.link_how or sub.link_how[eid][0] == "exact"]
+    outer = _outermost(exact)
     for key, eid in sub.linked.items():
-        if key in outer:
-            restart[index[eid]] += specific(eid)
+        if key in outer or key not in exact:  # a partial link restarts at its cover
+            restart[index[eid]] += specific(eid) * _link_score(sub, eid)
     for eid in widened:  # entities of a class the query names restart the walk too, at half weight
         restart[index[eid]] += 0.5 * specific(eid)
     for mid, score in seeds.items():
@@ -380,6 +416,12 @@ def _ppr(
     if top <= 0:
         return {}
     return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
+
+
+def _link_score(sub: Subgraph, eid: str) -> float:
+    """1 for an exact link, the cover of a partial one."""
+    how = sub.link_how.get(eid)
+    return 1.0 if how is None else how[1]
 
 
 def _bridge(sub: Subgraph, cfg: SearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:

@@ -184,7 +184,21 @@ class GraphQuery:
     keys: tuple[str, ...]
     """Normalized query n-grams, longest first: each is looked up as an entity name or alias."""
     max_seeds: int = 16
-    """Linked entities kept, in key order (one entity per key, the oldest when several share it)."""
+    """Entities linked exactly, in key order (one entity per key, the oldest when several share it)."""
+    words: tuple[str, ...] = ()
+    """Partial-name linking: the query's content words (and their singular forms). An entity is a
+    candidate when the entity full-text index finds one of them in its name or an alias."""
+    max_fulltext: int = 0
+    """Entities linked by partial name at most, besides the exact ones (0: none). A candidate scores
+    the share of a name's content words (space-separated, stopwords left out) that are in ``words``,
+    its best name counting; those scoring ``min_cover`` or more are linked, best first, then oldest,
+    one entity per name and none whose name or alias is one of ``keys`` (those link exactly or not at all)."""
+    min_cover: float = 0.5
+    """Partial-name linking: least share of a name's content words the query must carry."""
+    link_pool: int = 256
+    """Entity full-text index hits read per lookup (the index is asked within the scope, and every
+    hit is checked exactly afterwards); only a scope with more candidates than this could link
+    differently on two backends, whose indexes rank them differently."""
     seed_memories: int = 0
     """The best this-many vector hits and full-text hits also seed the walk with their entities."""
     depth: int = 2
@@ -210,7 +224,11 @@ class Subgraph:
     """The neighbourhood of a query: what :meth:`Store.neighbourhood` returns."""
 
     linked: dict[str, str] = field(default_factory=dict)
-    """Query key -> linked entity id, in key order."""
+    """Query key -> linked entity id: the exact links in key order, then the partial-name links best
+    first, keyed by the entity name (or alias) the query covered."""
+    link_how: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """Linked entity id -> how it was linked (``exact``, or ``fulltext`` by partial name) and its
+    score (1 for exact, else the share of the name's content words the query carries)."""
     seeds: list[str] = field(default_factory=list)
     """Entities the seed memories mention (ids, sorted)."""
     entities: dict[str, Entity] = field(default_factory=dict)

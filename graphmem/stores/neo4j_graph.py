@@ -39,6 +39,7 @@ parameter.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from ..errors import StoreError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, norm_name, to_utc, utcnow
 from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, to_label, to_rel_type
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, Vector, WriteResult
+from .text import STOPWORDS
 
 __all__ = [
     "GRAPH_LABELS",
@@ -133,13 +135,40 @@ def schema_statements() -> list[str]:
     ]
     for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
-        # Query linking matches aliases (a list, which no index can seek into); a composite index
-        # holds only nodes that have every property, so this one lists just a scope's aliased
-        # entities and the alias test scans those instead of all the scope's entities.
-        statements.append(
-            f"CREATE INDEX entity_{name}_aliased IF NOT EXISTS FOR (e:Entity) ON (e.{name}, e.aliases_text)"
-        )
+    # Query linking: aliases are a list, which no range index can seek into, and partial names need
+    # word lookups. This full-text index holds the names, the aliases and the scope fields, so one
+    # Lucene query asks for words or alias phrases within a scope (other tenants' hits never fill
+    # the hit limit); every hit is then checked exactly in Cypher. (Stores from before it keep
+    # their unused entity_<scope field>_aliased indexes.)
+    statements.append(
+        "CREATE FULLTEXT INDEX entity_link IF NOT EXISTS FOR (e:Entity) "
+        "ON EACH [e.name, e.aliases_text, e.user_id, e.agent_id, e.run_id]"
+    )
     return statements
+
+
+_LUCENE_SPECIAL: Final = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+MAX_ALIAS_WORDS: Final = 500
+"""Words per alias lookup (Lucene refuses queries of more than 1024 clauses): a text with more
+distinct content words links only the aliases holding one of its first 500."""
+
+
+def lucene_scope(scope: Scope) -> str:
+    """Lucene clauses for the scope's given fields (phrases of the analysed ids: a superset of the
+    scope, which the Cypher around the index call then fences exactly)."""
+    return " AND ".join(f'{name}:"{_lucene_phrase(value)}"' for name, value in scope.items())
+
+
+def _lucene_phrase(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def lucene_words(words: Sequence[str], fields: Sequence[str]) -> str:
+    """``(f1:(w1 OR w2) OR f2:(w1 OR w2))`` with every word escaped."""
+    terms = " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
+    return "(" + " OR ".join(f"{f}:({terms})" for f in fields) + ")"
+
+
 
 
 # --------------------------------------------------------------------------------------------------
@@ -830,6 +859,60 @@ _DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
 """Mentions of an entity: a degree lookup (no relationship is read), as only memories mention."""
 
 
+def _linking_cypher(scope: Scope, q: GraphQuery, params: dict[str, Any], in_scope: str, keep: str) -> list[str]:
+    """Query linking (``sqlite_graph.neighbourhood`` and ``_link_partial`` do the same), leaving
+    ``g_linked``: ``[key, entity, how, score]`` per link, exact ones first.
+
+    Exact: per key the oldest entity having it as name (index seek on ``Entity.key``) or alias (the
+    ``entity_link`` full-text index, asked for the keys' content words in the scope, then an exact
+    test of ``alias_keys``), keys in order, no entity twice. Words, not the keys as phrases: with a
+    phrase per n-gram the lookup took 3 ms of server time, with words 1 ms, as the key seek alone.
+    Partial names: the same index asked for the query words; each hit scores the cover of its best
+    name, computed here from the stored keys and never from Lucene's score, so SQLite's FTS5 links
+    the same entities.
+    """
+    scope_q = lucene_scope(scope)
+    aliases = ""
+    alias_words = list(dict.fromkeys(w for k in q.keys for w in k.split(" ") if w not in STOPWORDS and len(w) > 1))
+    if alias_words:  # every key has one (query_ngrams drops n-grams of stopwords only)
+        params["g_alias_query"] = f"{lucene_words(alias_words[:MAX_ALIAS_WORDS], ('aliases_text',))} AND {scope_q}"
+        aliases = (
+            "UNION CALL db.index.fulltext.queryNodes('entity_link', $g_alias_query, {limit: $g_link_pool}) "
+            f"YIELD node AS e WITH e WHERE any(k IN coalesce(e.alias_keys, []) WHERE k IN $g_keys) AND {in_scope} "
+            "RETURN e "
+        )
+    params["g_link_pool"] = int(q.link_pool)
+    parts = [
+        "CALL () { CALL () { "
+        f"MATCH (e:Entity) WHERE e.key IN $g_keys AND {in_scope} RETURN e {aliases}}} "
+        "WITH e ORDER BY e.created_at, e.seq, e.id WITH collect(e) AS found "
+        "WITH [k IN $g_keys | "
+        "[k, head([e IN found WHERE e.key = k OR k IN coalesce(e.alias_keys, [])]), 'exact', 1.0]] AS per_key "
+        "RETURN reduce(acc = [], p IN per_key | CASE WHEN p[1] IS NULL OR size(acc) >= $g_max_seeds "
+        "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }",
+    ]
+    if q.max_fulltext > 0 and q.words:
+        params.update(g_words_query=f"{lucene_words(q.words, ('name', 'aliases_text'))} AND {scope_q}",
+                      g_words=list(q.words), g_stop=sorted(STOPWORDS), g_max_fulltext=int(q.max_fulltext),
+                      g_min_cover=float(q.min_cover))
+        cover = "toFloat(size([t IN x[1] WHERE t IN $g_words])) / size(x[1])"
+        parts += [
+            "CALL (g_linked) { "
+            "CALL db.index.fulltext.queryNodes('entity_link', $g_words_query, {limit: $g_link_pool}) YIELD node AS e "
+            f"WITH e, [n IN [e.key] + coalesce(e.alias_keys, []) | [n, [t IN split(n, ' ') WHERE NOT t IN $g_stop]]] "
+            "AS names "
+            f"WHERE {in_scope} AND NOT e IN [p IN g_linked | p[1]] AND NONE(n IN names WHERE n[0] IN $g_keys) "
+            f"WITH e, reduce(b = ['', 0.0], x IN names | CASE WHEN size(x[1]) > 0 AND {cover} > b[1] "
+            f"THEN [x[0], {cover}] ELSE b END) AS best "
+            "WITH e, best WHERE best[1] >= $g_min_cover ORDER BY best[1] DESC, e.created_at, e.seq, e.id "
+            "WITH collect([best[0], e, 'fulltext', best[1]]) AS found "
+            "RETURN g_linked + reduce(acc = [], p IN found | CASE WHEN size(acc) >= $g_max_fulltext "
+            "OR p[0] IN [y IN acc | y[0]] THEN acc ELSE acc + [p] END) AS g_all }",
+            f"WITH {keep}g_seed_mids, g_skip, g_all AS g_linked",
+        ]
+    return parts
+
+
 def neighbourhood_cypher(
     scope: Scope,
     q: GraphQuery,
@@ -858,22 +941,12 @@ def neighbourhood_cypher(
         valid = "(r.valid_from IS NULL OR r.valid_from <= $g_as_of) AND (r.valid_to IS NULL OR r.valid_to > $g_as_of)"
     else:
         valid = "r.valid_to IS NULL"
-    hint = _hint_field(scope)
     keep = "".join(f"{c}, " for c in carry)
     state = f"{keep}g_skip, g_linked, g_seed_pairs"
     in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x")}
-    parts = [
-        f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
-        # Linking: per key the oldest entity having it as name or alias, keys in order, no entity twice.
-        "CALL () { CALL () { "
-        f"MATCH (e:Entity) WHERE e.key IN $g_keys AND {in_scope['e']} RETURN e "
-        f"UNION MATCH (e:Entity) USING INDEX e:Entity({hint}, aliases_text) "
-        f"WHERE e.{hint} = $s_{hint} AND e.aliases_text IS NOT NULL AND any(k IN e.alias_keys WHERE k IN $g_keys) "
-        f"AND {in_scope['e']} RETURN e }} "
-        "WITH e ORDER BY e.created_at, e.seq, e.id WITH collect(e) AS found "
-        "WITH [k IN $g_keys | [k, head([e IN found WHERE e.key = k OR k IN coalesce(e.alias_keys, [])])]] AS per_key "
-        "RETURN reduce(acc = [], p IN per_key | CASE WHEN p[1] IS NULL OR size(acc) >= $g_max_seeds "
-        "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }",
+    parts = [f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
+             *_linking_cypher(scope, q, params, in_scope["e"], keep)]
+    parts += [
         # The entities the seed memories mention (every pair is a mention of the result).
         "CALL (g_seed_mids) { UNWIND g_seed_mids AS mid "
         f"MATCH (:Memory {{id: mid}})-[:MENTIONS]->(e:Entity) WHERE {in_scope['e']} "
@@ -920,7 +993,7 @@ def neighbourhood_cypher(
         "UNWIND [y IN g_ents | y.mids] + g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid "
         f"WITH DISTINCT mid WHERE NOT mid IN g_skip MATCH (m:Memory {{id: mid}}) WHERE {records_where} "
         f"RETURN collect({record_proj}) AS g_recs }}",
-        f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
+        f"WITH {keep}[p IN g_linked | [p[0], p[1].id, p[2], p[3]]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
     ]
     return " ".join(parts)
 
@@ -928,7 +1001,9 @@ def neighbourhood_cypher(
 def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
     """The :class:`Subgraph` of a row with :data:`SUBGRAPH_COLUMNS` (records left to the caller, raw)."""
     sub = Subgraph()
-    sub.linked = {key: eid for key, eid in row["g_linked"]}
+    for key, eid, how, score in row["g_linked"]:
+        sub.linked[key] = eid
+        sub.link_how[eid] = (how, float(score))
     pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
     sub.seeds = sorted({eid for _, eid in pairs})
     for item in row["g_ents"]:

@@ -402,6 +402,7 @@ class SQLiteStore(Store):
                     f"({meta.get('dims')} dims) but {embedder!r} ({dims} dims) is configured; "
                     "configure the same embedder, or use another store path"
                 )
+            graph.backfill_entity_fts(conn)  # stores from before the entity full-text table
         self._vec = _VectorCache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
+from .text import STOPWORDS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -42,6 +43,19 @@ CREATE TABLE IF NOT EXISTS entity_keys (
     PRIMARY KEY (key, entity_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entity_keys_entity ON entity_keys (entity_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS entities_fts USING fts5(names, tokenize='unicode61 remove_diacritics 0');
+CREATE TRIGGER IF NOT EXISTS entities_fts_ai AFTER INSERT ON entities BEGIN
+    INSERT INTO entities_fts (rowid, names) VALUES (new.rowid, new.name || char(10) ||
+        (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(new.aliases)));
+END;
+CREATE TRIGGER IF NOT EXISTS entities_fts_ad AFTER DELETE ON entities BEGIN
+    DELETE FROM entities_fts WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS entities_fts_au AFTER UPDATE OF name, aliases ON entities BEGIN
+    DELETE FROM entities_fts WHERE rowid = old.rowid;
+    INSERT INTO entities_fts (rowid, names) VALUES (new.rowid, new.name || char(10) ||
+        (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(new.aliases)));
+END;
 CREATE TABLE IF NOT EXISTS relations (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -77,6 +91,19 @@ CREATE TABLE IF NOT EXISTS quarantine (
 );
 CREATE INDEX IF NOT EXISTS quarantine_user ON quarantine (user_id, status);
 """
+
+_FTS_NAMES = "e.name || char(10) || (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(e.aliases))"
+
+
+def backfill_entity_fts(conn: sqlite3.Connection) -> None:
+    """Index the names and aliases of every entity in ``entities_fts`` once, for stores written before
+    the table existed (its triggers keep it in step from then on, whichever graphmem writes)."""
+    if conn.execute("SELECT 1 FROM meta WHERE key = 'entity_fts'").fetchone() is not None:
+        return
+    conn.execute("DELETE FROM entities_fts")
+    conn.execute(f"INSERT INTO entities_fts (rowid, names) SELECT e.rowid, {_FTS_NAMES} FROM entities e")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('entity_fts', '1')")
+
 
 _REL_COLUMNS = "r.id, r.source_id, r.relation, r.target_id, r.value, r.datatype, r.valid_from, r.valid_to, " \
     "r.created_at, r.user_id, r.agent_id, r.run_id"
@@ -238,7 +265,8 @@ def delete_graph_scope(conn: sqlite3.Connection, scope: Scope) -> None:
 
 
 def reset_graph(conn: sqlite3.Connection) -> None:
-    for table in ("relation_support", "relations", "mentions", "entity_keys", "entities", "quarantine"):
+    for table in ("relation_support", "relations", "mentions", "entity_keys", "entities", "entities_fts",
+                  "quarantine"):
         conn.execute(f"DELETE FROM {table}")
 
 
@@ -307,6 +335,48 @@ class EntityVectors:
         return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
 
 
+def name_cover(key: str, words: set[str]) -> float:
+    """Share of the content words of a normalized name (split at spaces, stopwords left out) that
+    are in ``words``; 0 for a name of stopwords only. Neo4j computes the same in Cypher."""
+    tokens = [t for t in key.split(" ") if t not in STOPWORDS]
+    return sum(1 for t in tokens if t in words) / len(tokens) if tokens else 0.0
+
+
+def _link_partial(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, out: Subgraph) -> None:
+    """Partial-name links (see :attr:`GraphQuery.max_fulltext`), through ``entities_fts``."""
+    where, params = scope_sql(scope, alias="e", indexed=False)
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in q.words)
+    rows = conn.execute(
+        # the scope is applied before the pool is cut, as Neo4j's index query carries it
+        f"SELECT e.* FROM entities_fts f CROSS JOIN entities e ON e.rowid = f.rowid "
+        f"WHERE entities_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?", [match, *params, q.link_pool],
+    ).fetchall()
+    words, keys, taken = set(q.words), set(q.keys), set(out.linked.values())
+    found: list[tuple[float, int, str, Entity]] = []
+    for row in rows:
+        e = _entity(row)
+        names = [norm_name(e.name), *(norm_name(a) for a in e.aliases)]
+        if e.id in taken or any(n in keys for n in names):
+            continue
+        best, cover = "", 0.0
+        for name in names:
+            c = name_cover(name, words)
+            if c > cover:
+                best, cover = name, c
+        if cover >= q.min_cover:
+            found.append((-cover, int(row["rowid"]), best, e))
+    n = 0
+    for neg, _, name, e in sorted(found, key=lambda f: (f[0], f[1])):
+        if n >= q.max_fulltext:
+            break
+        if name in out.linked:
+            continue
+        out.linked[name] = e.id
+        out.link_how[e.id] = ("fulltext", -neg)
+        out.entities[e.id] = e
+        n += 1
+
+
 def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str]) -> Subgraph:
     """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction."""
     out = Subgraph()
@@ -316,7 +386,10 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
         e = linked.get(key)
         if e is not None and e.id not in out.linked.values() and len(out.linked) < q.max_seeds:
             out.linked[key] = e.id
+            out.link_how[e.id] = ("exact", 1.0)
             out.entities[e.id] = e
+    if q.max_fulltext > 0 and q.words:
+        _link_partial(conn, scope, q, out)
     if seed_memories:
         ids = list(dict.fromkeys(seed_memories))
         pairs = conn.execute(
