@@ -523,7 +523,6 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM history")
             graph.reset_graph(conn)
 
-    # -- graph reads ------------------------------------------------------------------------------
     def optimize(self) -> dict[str, Any]:
         """Merge each FTS5 index into one b-tree, refresh the planner's statistics, truncate the WAL."""
         started = time.perf_counter()
@@ -539,6 +538,7 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return {"backend": "sqlite", "fulltext_merged": tables, "seconds": round(time.perf_counter() - started, 3)}
 
+    # -- graph reads ------------------------------------------------------------------------------
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
         with self._read() as conn:
             return graph.find_entities(conn, scope, list(dict.fromkeys(keys)), exact=exact)
