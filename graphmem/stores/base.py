@@ -203,12 +203,12 @@ class GraphQuery:
     """The best this-many vector hits and full-text hits also seed the walk with their entities."""
     depth: int = 2
     """Fact hops from the seeds."""
-    max_frontier: int = 16
+    max_frontier: int = 8
     """Entities expanded per hop: linked ones first, then the least mentioned (rare names are the
     specific ones), then by id. Also how many new entities a hop reaches, in that order."""
     max_facts: int = 16
     """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
-    max_mentions: int = 8
+    max_mentions: int = 4
     """Memories fetched per reached entity (by memory id): a hub cannot flood the result."""
     hub_degree: int = 64
     """An entity more memories than this mention is a hub: its degree is read, its memories are not
