@@ -1275,7 +1275,10 @@ class Neo4jStore(Store):
             )
             columns += ["vh", "vraw"]
         if query_text is not None:
-            parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}', vec is not None)} }}")
+            if vec is not None:  # a vector hit's cosine is its score: computed for the others only
+                parts.append(f"CALL (kk, vh) {{ {self._index_fulltext(cond, '{limit: kk}', True, known='vh')} }}")
+            else:
+                parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}', False)} }}")
             columns += ["fh", "fraw"]
         return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None)
 
@@ -1287,6 +1290,7 @@ class Neo4jStore(Store):
         out = Candidates(round_trips=1)
         kk, big = int(row["kk"]), bool(row["big"])
         vhits: list[dict[str, Any]] = row["vh"] if plan.vector else []
+        first_vhits = vhits  # the full-text hits' cosines leave out these
         fhits: list[dict[str, Any]] = row["fh"] if plan.text else []
         redo_vector = plan.vector and len(vhits) < k and int(row["vraw"]) >= kk
         redo_text = plan.text and len(fhits) < k and int(row["fraw"]) >= kk
@@ -1322,7 +1326,8 @@ class Neo4jStore(Store):
             if hit["id"] not in out.records:
                 out.records.add_row(hit["id"], hit["rec"], _record_row)
         if plan.vector:
-            out.similarity = _similarity(vhits, fhits)
+            sims = _similarity(first_vhits + vhits, fhits)
+            out.similarity = {m: c for m, c in sims.items() if m in out.records}
         return out
 
     def neighbourhood(
@@ -1420,9 +1425,11 @@ class Neo4jStore(Store):
         return cands, sub
 
     @staticmethod
-    def _hit_list(alias: str, sim: bool = False) -> str:
-        """``sim``: with each hit's exact cosine (full-text hits, when the search has a vector)."""
-        extra = f", sim: {_SIM}" if sim else ""
+    def _hit_list(alias: str, sim: bool = False, known: str | None = None) -> str:
+        """``sim``: with each hit's exact cosine (full-text hits, when the search has a vector), null
+        for the ids in the list ``known``."""
+        cosine = f"CASE WHEN m.id IN {known} THEN null ELSE {_SIM} END" if known else _SIM
+        extra = f", sim: {cosine}" if sim else ""
         return f"RETURN collect({{id: m.id, s: s, rec: {_MEMORY_ROW}{extra}}}) AS {alias}"
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
@@ -1487,12 +1494,16 @@ class Neo4jStore(Store):
             "RETURN vh, size(ns) AS vraw"
         )
 
-    def _index_fulltext(self, cond: str, options: str, sim: bool) -> str:
-        """Lucene hits (user text escaped by ``lucene_query``), then scope/filter."""
+    def _index_fulltext(self, cond: str, options: str, sim: bool, known: str | None = None) -> str:
+        """Lucene hits (user text escaped by ``lucene_query``), then scope/filter; ``known`` names a
+        hit list whose cosines the caller has (those hits' ``sim`` is null)."""
+        ids = f"[h IN {known} | h.id] AS known, " if known else ""
         return (
             f"CALL db.index.fulltext.queryNodes('memory_text', $q, {options}) YIELD node, score "
             "WITH collect([node, score]) AS rows "
-            "CALL (rows) { UNWIND rows AS r WITH r[0] AS m, r[1] AS s WHERE "
-            f"{cond} WITH m, s ORDER BY s DESC, m.id ASC LIMIT $k {self._hit_list('fh', sim)} }} "
+            f"CALL (rows{', ' + known if known else ''}) {{ WITH {ids}rows UNWIND rows AS r "
+            f"WITH {'known, ' if known else ''}r[0] AS m, r[1] AS s WHERE "
+            f"{cond} WITH {'known, ' if known else ''}m, s ORDER BY s DESC, m.id ASC LIMIT $k "
+            f"{self._hit_list('fh', sim, 'known' if known else None)} }} "
             "RETURN fh, size(rows) AS fraw"
         )
