@@ -8,6 +8,7 @@ cannot be turned into such a name is refused when the ontology loads, never at q
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Final
@@ -49,7 +50,9 @@ def is_safe(name: str) -> bool:
     return SAFE_NAME.fullmatch(name) is not None
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_surface(text: str) -> str:
-    """Case-, width- and separator-insensitive key: ``works for`` == ``worksFor`` == ``WORKS_FOR``."""
+    """Case-, width- and separator-insensitive key: ``works for`` == ``worksFor`` == ``WORKS_FOR``.
+    Cached: every search resolves each of its n-grams as a class and a relation."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in folded if not (ch.isspace() or ch in "_-"))
