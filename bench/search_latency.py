@@ -827,11 +827,12 @@ def print_table(report: dict[str, Any]) -> None:
         st = b.get("stats", {})
         deg = st.get("main_fact_degree", {})
         how = "cached, built" if b["reused"] else "built"
+        opt = f"optimize {b['optimize']['seconds']}s" if "optimize" in b else "optimize not run"
         print(f"  {r['backend']:8} {r['size']:>7}: {how} in {b['build_s']}s (+{b.get('plan_s', '?')}s extraction); "
               f"tenants {r['tenant_sizes']}; "
               f"main: {deg.get('entities', '?')} entities, {st.get('main_facts_per_memory', '?')} facts/memory, "
               f"fact degree p50 {deg.get('p50', '?')} p99 {deg.get('p99', '?')} max {deg.get('max', '?')}; "
-              f"optimize {b.get('optimize', {}).get('seconds', 'not run')}s; "
+              f"{opt}; "
               f"load {r['loadavg_before'][0]}->{r['loadavg_after'][0]}")
     t = TARGET
     for r in report["runs"]:
