@@ -713,7 +713,8 @@ def main() -> int:
     p.add_argument("--backend", default="sqlite,neo4j", help="comma-separated: sqlite, neo4j")
     p.add_argument("--sizes", default="10000,100000", help="memories in the store (all tenants)")
     p.add_argument("--queries", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20, help="further questions run untimed first")
+    p.add_argument("--warmup", type=int, default=150,
+                   help="further questions run untimed first, in every mode (the JVM compiles hot code)")
     p.add_argument("--modes", default=",".join(MODES), help=f"some of {', '.join(MODES)}; {BASELINE} always runs")
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--main-share", type=float, default=0.7, help="share of the memories in the queried tenant")
