@@ -400,7 +400,7 @@ def test_optimize_keeps_data_and_ranking(mem: Memory, backend: str, uid: str) ->
     done = mem.optimize()
     assert done["backend"] == backend
     if backend == "neo4j":
-        assert set(done["rebuilt_s"]) == {"memory_text", "entity_names", "entity_embedding", "memory_embedding"}
+        assert set(done["rebuilt_s"]) == {"memory_text", "entity_link", "entity_embedding", "memory_embedding"}
     else:
         assert "memories_fts" in done["fulltext_merged"]
     assert len(mem.get_all(user_id=uid)["results"]) == len(texts)

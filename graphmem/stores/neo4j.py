@@ -114,7 +114,7 @@ DATA_LABELS: Final = ("Memory", "HistoryEvent", *graph.GRAPH_LABELS)
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
-_REBUILT_INDEXES: Final = ("memory_text", "entity_names", "entity_embedding", "memory_embedding")
+_REBUILT_INDEXES: Final = ("memory_text", "entity_link", "entity_embedding", "memory_embedding")
 """What :meth:`Neo4jStore.optimize` rebuilds: the Lucene-backed indexes search reads."""
 _REBUILD_TIMEOUT_S: Final = 3_600
 
@@ -843,7 +843,6 @@ class Neo4jStore(Store):
             "CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (e:Entity) ON (e.embedding) " + vector_options,
             "CREATE FULLTEXT INDEX memory_text IF NOT EXISTS FOR (m:Memory) ON EACH [m.memory] "
             "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
-            "CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name, e.aliases_text]",
         ]
         return statements + graph.schema_statements()
 

@@ -8,7 +8,7 @@ Graph model (documented for analysts; these names are stable):
 ``(:Entity:<ClassLabel>… {id, name, key, alias_keys, aliases, aliases_text, classes, user_id,
 agent_id, run_id, created_at, updated_at, seq, embedding})``
     ``key`` is ``norm_name(name)``, ``alias_keys`` the normalized aliases, ``aliases_text`` the
-    aliases joined by newlines (full-text index ``entity_names``), ``classes`` the ontology class
+    aliases joined by newlines (full-text index ``entity_link``), ``classes`` the ontology class
     IRIs. Each class whose local name maps (:func:`~graphmem.ontology.naming.to_label`) to a safe,
     unreserved label also becomes a label of the node; an IRI that would not is kept in ``classes``
     only.
