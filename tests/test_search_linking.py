@@ -19,14 +19,9 @@ from graphmem.models import Scope
 from graphmem.stores.base import GraphWrite
 
 from .conftest import make_config
+from .test_search_graph import GRAPH_ONLY, fact
 
-GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
 TEXT_ONLY = {"vector": 0.6, "fulltext": 0.4, "graph": 0.0}
-
-
-def fact(source: str, relation: str, target: str, source_type: str, target_type: str) -> dict[str, str]:
-    return {"source": source, "relation": relation, "target": target, "source_type": source_type,
-            "target_type": target_type}
 
 
 def add(mem: Memory, text: str, *triples: dict[str, str], **scope: Any) -> str:
