@@ -438,10 +438,11 @@ class Memory:
             arr = np.asarray(vector, dtype=np.float32).reshape(-1)
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"vector must be a sequence of numbers: {exc}") from exc
-        if arr.shape[0] != self.embedder.dims or not np.isfinite(arr).all():
-            raise InvalidInputError(
-                f"vector must hold {self.embedder.dims} finite numbers (embedder {self.embedder.name}), "
-                f"got {arr.shape[0]}")
+        if arr.shape[0] != self.embedder.dims:
+            raise InvalidInputError(f"vector has {arr.shape[0]} dimensions; embedder {self.embedder.name} "
+                                    f"makes {self.embedder.dims}")
+        if not np.isfinite(arr).all():
+            raise InvalidInputError("vector holds NaN or infinite values")
         norm = float(np.linalg.norm(arr))
         return arr / norm if norm > 0 else arr
 

@@ -118,11 +118,12 @@ def run_search(
         if req.as_of is not None and rec.created_at > req.as_of:
             continue
         factor = decay_factor(rec, req.as_of or now, cfg)
-        ranked.append((hit.score * factor, (hit, rec, factor)))
+        score = hit.score * factor
+        ranked.append((score, (hit, rec, factor)))
         if len(floor) < needed:
-            heapq.heappush(floor, hit.score * factor)
+            heapq.heappush(floor, score)
         else:
-            heapq.heappushpop(floor, hit.score * factor)
+            heapq.heappushpop(floor, score)
     ranked.sort(key=lambda item: (-item[0], item[1][0].id))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:

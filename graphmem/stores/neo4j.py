@@ -1274,10 +1274,10 @@ class Neo4jStore(Store):
             )
             columns += ["vh", "vraw"]
         if query_text is not None:
-            if vec is not None:  # a vector hit's cosine is its score: computed for the others only
-                parts.append(f"CALL (kk, vh) {{ {self._index_fulltext(cond, '{limit: kk}', True, known='vh')} }}")
-            else:
-                parts.append(f"CALL (kk) {{ {self._index_fulltext(cond, '{limit: kk}', False)} }}")
+            # with a vector, full-text hits carry their cosine, except vector hits (their score is it)
+            imports = "kk, vh" if vec is not None else "kk"
+            full_text = self._index_fulltext(cond, "{limit: kk}", vec is not None, skip_vh=vec is not None)
+            parts.append(f"CALL ({imports}) {{ {full_text} }}")
             columns += ["fh", "fraw"]
         return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None)
 
@@ -1493,16 +1493,17 @@ class Neo4jStore(Store):
             "RETURN vh, size(ns) AS vraw"
         )
 
-    def _index_fulltext(self, cond: str, options: str, sim: bool, known: str | None = None) -> str:
-        """Lucene hits (user text escaped by ``lucene_query``), then scope/filter; ``known`` names a
-        hit list whose cosines the caller has (those hits' ``sim`` is null)."""
-        ids = f"[h IN {known} | h.id] AS known, " if known else ""
+    def _index_fulltext(self, cond: str, options: str, sim: bool, skip_vh: bool = False) -> str:
+        """Lucene hits (user text escaped by ``lucene_query``), then scope/filter; ``skip_vh``: the
+        vector hits ``vh`` are in scope, and their cosine is not computed again (``sim`` null)."""
+        known = "vids, " if skip_vh else ""
         return (
             f"CALL db.index.fulltext.queryNodes('memory_text', $q, {options}) YIELD node, score "
             "WITH collect([node, score]) AS rows "
-            f"CALL (rows{', ' + known if known else ''}) {{ WITH {ids}rows UNWIND rows AS r "
-            f"WITH {'known, ' if known else ''}r[0] AS m, r[1] AS s WHERE "
-            f"{cond} WITH {'known, ' if known else ''}m, s ORDER BY s DESC, m.id ASC LIMIT $k "
-            f"{self._hit_list('fh', sim, 'known' if known else None)} }} "
+            f"CALL (rows{', vh' if skip_vh else ''}) {{ "
+            + ("WITH rows, [h IN vh | h.id] AS vids " if skip_vh else "")
+            + f"UNWIND rows AS r WITH {known}r[0] AS m, r[1] AS s WHERE "
+            f"{cond} WITH {known}m, s ORDER BY s DESC, m.id ASC LIMIT $k "
+            f"{self._hit_list('fh', sim, 'vids' if skip_vh else None)} }} "
             "RETURN fh, size(rows) AS fraw"
         )
