@@ -208,8 +208,8 @@ def graph_candidates(
                 if p is not None:
                     named.add(p)
                     named.update(onto.sub_properties(p))
-    out.linked = [{"name": sub.entities[eid].name, "key": key, "how": sub.link_how.get(eid, ("exact", 1.0))[0],
-                   "score": sub.link_how.get(eid, ("exact", 1.0))[1]} for key, eid in sub.linked.items()]
+    out.linked = [{"name": sub.entities[eid].name, "key": key, "how": how, "score": score}
+                  for key, eid in sub.linked.items() for how, score in [sub.link_how.get(eid, ("exact", 1.0))]]
     out.relations = sorted(named)
     out.classes = _named_classes(onto, query.keys)
     widened = {eid for eid, e in sub.entities.items()
