@@ -188,9 +188,10 @@ class SearchConfig(_Section):
     graph_restart: float = Field(0.5, gt=0.0, lt=1.0)
     """Graph signal (``ppr``): restart probability of the walk (HippoRAG uses 0.5)."""
     graph_max_mentions: int = Field(4, ge=1, le=10_000)
-    """Graph signal: memories fetched per reached entity, so a hub cannot flood the walk. 4, not 8:
-    with ``graph_max_frontier`` 8 it took a Neo4j hybrid search at 100k from 18.1 to 15.1 ms p50 for
-    the same recall@5 (MuSiQue 0.708 vs 0.713, LoCoMo 0.576, LongMemEval 0.971)."""
+    """Graph signal: memories fetched per reached entity, and per fact (its first supporting
+    memories by id), so a hub or a fact many memories repeat cannot flood the walk. 4, not 8: with
+    ``graph_max_frontier`` 8 it took a Neo4j hybrid search at 100k from 18.1 to 15.1 ms p50 for the
+    same recall@5 (MuSiQue 0.708 vs 0.713, LoCoMo 0.576, LongMemEval 0.971)."""
     graph_hub_degree: int = Field(64, ge=1)
     """Graph signal: an entity more memories than this mention is a hub, whose memories are not
     fetched (only its degree): at 100k memories on Neo4j reading hubs' mentions took ~4 ms of a

@@ -52,6 +52,9 @@ PALS = ("Elif", "Farid", "Gaia", "Hiro", "Ines", "Joaquim", "Kofi", "Lena", "Mat
 HUB_TEXTS = ("The reading group met on a rainy Tuesday", "A long table was set under the fig tree",
              "Someone brought a crate of oranges", "The quiz night ran past midnight",
              "Postcards arrived from five countries")
+REPEATED_TEXTS = ("The lanyard still had last year's logo", "Standup moved to nine thirty",
+                  "The printer on floor two jammed again", "Payroll switched to a new portal",
+                  "The cafeteria started serving ramen")
 
 
 class SpreadEmbedder(HashingEmbedder):
@@ -161,6 +164,9 @@ def build(mem: Memory, uid: str, prefix: str) -> World:
             add(tag + "pals", "Two friendships began at the chess table",
                 fact(PALS[0], "knows", PALS[4], "Person", "Person"),
                 fact(PALS[8], "knows", PALS[12], "Person", "Person"), user=user)
+        # A fact many memories repeat: a search reads its first MAX_MENTIONS supporting memories.
+        for i, text in enumerate(REPEATED_TEXTS):
+            add(f"gil{i}", text, fact("Gil", "worksFor", "Initech", "Person", "Organization"))
         add("title", "Her card says lead engineer", fact("Ana", "jobTitle", "Lead engineer", "Person"))
         add("porto", "He rented a flat near the river", fact("Bruno", "livesIn", "Porto", "Person", "City"))
         as_of = T0 + timedelta(seconds=100)
@@ -366,6 +372,13 @@ def check_caps(w: World) -> None:
     assert set(cut.degree) == set(cut.entities)
     assert cut.relations == [r for r in full.relations if r.source_id in cut.entities
                              and (r.target_id is None or r.target_id in cut.entities)]
+    # A fact's provenance is cut like an entity's mentions: its first max_mentions memories by id.
+    repeated = next(r for r in store.relations(scope) if r.source_id == store.find_entities(scope, ["gil"])["gil"].id)
+    support = sorted(repeated.memory_ids)
+    assert len(support) == len(REPEATED_TEXTS) > MAX_MENTIONS
+    gil = store.neighbourhood(scope, GraphQuery(keys=("gil",), depth=1, max_mentions=MAX_MENTIONS))
+    assert [r.memory_ids for r in gil.relations] == [support[:MAX_MENTIONS]]
+    assert set(gil.records) == {m for m, _ in gil.mentions} == set(support[:MAX_MENTIONS])
     # Only what a hop reached is expanded by the next: the second hop starts from those four.
     deep = walk(2, 64, 4)
     beyond = {e for r in store.relations(scope, include_closed=False) if r.source_id in want or r.target_id in want

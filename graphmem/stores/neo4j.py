@@ -129,6 +129,10 @@ _KK_WIDE_MAX: Final = 50_000
 """Largest widened over-fetch, for scopes too big to count or to score exactly."""
 _FILTER_OVERFETCH: Final = 4
 """Extra index over-fetch when a filter applies: its selectivity is unknown before the query."""
+_BIG_SCOPE_TTL_S: Final = 60.0
+"""How long a scope found big (past ``vector_exact_max``) is taken as big without probing it again.
+The probe is a tenth of a search at 100k memories; a scope that shrank meanwhile only takes the
+index path with its fallbacks, which return the same hits."""
 _RESET_BATCH: Final = 10_000
 _ATOMIC_DELETE_MAX: Final = 20_000
 """Scopes up to this size are deleted in one transaction (see ``Neo4jStore.delete_scope``)."""
@@ -591,6 +595,7 @@ class _CandidatePlan:
     k: int
     vector: bool
     text: bool
+    scope: Scope
 
 
 class Neo4jStore(Store):
@@ -607,6 +612,8 @@ class Neo4jStore(Store):
         self._exact_index = False
         """Whether the memory vector index stores float32 vectors (scores are exact cosines): read
         from the index's configuration at :meth:`open`."""
+        self._big_until: dict[Scope, float] = {}
+        """Scopes last found big by a search, until when (``time.monotonic``) that is trusted."""
 
     # ---------------------------------------------------------------------------------- plumbing
 
@@ -1040,6 +1047,7 @@ class Neo4jStore(Store):
                 deleted.update(self._delete_chunk(tx, query, params, chunk, scope))
             return [i for i in wanted if i in deleted]
 
+        self._big_until.clear()  # a scope that shrank is probed again
         return self._write("delete", work)
 
     def _delete_chunk(
@@ -1089,6 +1097,7 @@ class Neo4jStore(Store):
                 more = graph.delete_scope_graph(tx, scope, _ATOMIC_DELETE_MAX if first else _DELETE_CHUNK)
             return count, more
 
+        self._big_until.clear()
         total, more = self._write("delete_scope", lambda tx: work(tx, True))
         while more:
             count, more = self._write("delete_scope", lambda tx: work(tx, False))
@@ -1098,6 +1107,7 @@ class Neo4jStore(Store):
     def reset(self) -> None:
         """Empty every graphmem label in batches (auto-commit ``IN TRANSACTIONS``); keep the schema."""
         with self._errors("reset", write=True), self._session() as session:
+            self._big_until.clear()
             for label in DATA_LABELS:
                 session.run(
                     f"MATCH (n:{label}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF {_RESET_BATCH} ROWS"
@@ -1256,14 +1266,17 @@ class Neo4jStore(Store):
         hint = _scope_hint(scope)
         # A scope past the probe is big: its share of the label is unknown (counting it would cost
         # more than the search), so it starts with a modest over-fetch and widens only if cut short.
-        parts = [
-            "CALL () { MATCH (m:Memory) RETURN count(m) AS total }",
-            f"CALL () {{ MATCH (m:Memory) {hint} WHERE {in_scope} WITH m LIMIT $probe RETURN count(m) AS sn }}",
-            "WITH sn, sn > $exact_max AS big, CASE WHEN sn = 0 THEN 0 WHEN sn > $exact_max THEN $big_kk "
-            "ELSE toInteger(ceil(toFloat($base) * total / sn)) END AS want",
-            "WITH sn, big, CASE WHEN want < $base THEN $base WHEN want > $kk_max THEN $kk_max ELSE want END AS kk",
-            "WITH big, kk, (NOT big AND ($filtered OR sn <= kk)) AS exact",
-        ]
+        if self._big_until.get(scope, 0.0) > time.monotonic():
+            parts = ["WITH true AS big, $big_kk AS kk, false AS exact"]
+        else:
+            parts = [
+                "CALL () { MATCH (m:Memory) RETURN count(m) AS total }",
+                f"CALL () {{ MATCH (m:Memory) {hint} WHERE {in_scope} WITH m LIMIT $probe RETURN count(m) AS sn }}",
+                "WITH sn, sn > $exact_max AS big, CASE WHEN sn = 0 THEN 0 WHEN sn > $exact_max THEN $big_kk "
+                "ELSE toInteger(ceil(toFloat($base) * total / sn)) END AS want",
+                "WITH sn, big, CASE WHEN want < $base THEN $base WHEN want > $kk_max THEN $kk_max ELSE want END AS kk",
+                "WITH big, kk, (NOT big AND ($filtered OR sn <= kk)) AS exact",
+            ]
         columns = ["big", "kk"]
         if vec is not None:
             parts.append(
@@ -1279,7 +1292,7 @@ class Neo4jStore(Store):
             full_text = self._index_fulltext(cond, "{limit: kk}", vec is not None, skip_vh=vec is not None)
             parts.append(f"CALL ({imports}) {{ {full_text} }}")
             columns += ["fh", "fraw"]
-        return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None)
+        return _CandidatePlan(parts, columns, params, cond, hint, k, vec is not None, query_text is not None, scope)
 
     def _finish_candidates(self, plan: _CandidatePlan, row: Record | None) -> Candidates:
         """Candidates from the first query's row, redoing a signal its index cut short (more trips)."""
@@ -1288,6 +1301,10 @@ class Neo4jStore(Store):
         k, cond, hint, params = plan.k, plan.cond, plan.hint, plan.params
         out = Candidates(round_trips=1)
         kk, big = int(row["kk"]), bool(row["big"])
+        if big:
+            self._big_until[plan.scope] = time.monotonic() + _BIG_SCOPE_TTL_S
+        else:
+            self._big_until.pop(plan.scope, None)
         vhits: list[dict[str, Any]] = row["vh"] if plan.vector else []
         first_vhits = vhits  # the full-text hits' cosines leave out these
         fhits: list[dict[str, Any]] = row["fh"] if plan.text else []
@@ -1323,7 +1340,9 @@ class Neo4jStore(Store):
         for hit in fhits:
             out.fulltext.append((hit["id"], float(hit["s"])))
             if hit["id"] not in out.records:
-                out.records.add_row(hit["id"], hit["rec"], _record_row)
+                # no "rec": a first-pass vector hit (see _hit_list) that a wider vector pass dropped
+                rec = hit["rec"] if "rec" in hit else next(h["rec"] for h in first_vhits if h["id"] == hit["id"])
+                out.records.add_row(hit["id"], rec, _record_row)
         if plan.vector:
             sims = _similarity(first_vhits + vhits, fhits)
             out.similarity = {m: c for m, c in sims.items() if m in out.records}
@@ -1414,7 +1433,8 @@ class Neo4jStore(Store):
             hits = Records()
             for found in first.values():
                 for h in found:
-                    hits.add_row(h["id"], h["rec"], _record_row)
+                    if "rec" in h:  # a full-text hit without one is a vector hit (see _hit_list)
+                        hits.add_row(h["id"], h["rec"], _record_row)
         wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
         sub.records.copy_from(hits, wanted)
         if plan.vector:
@@ -1425,11 +1445,13 @@ class Neo4jStore(Store):
 
     @staticmethod
     def _hit_list(alias: str, sim: bool = False, known: str | None = None) -> str:
-        """``sim``: with each hit's exact cosine (full-text hits, when the search has a vector), null
-        for the ids in the list ``known``."""
-        cosine = f"CASE WHEN m.id IN {known} THEN null ELSE {_SIM} END" if known else _SIM
-        extra = f", sim: {cosine}" if sim else ""
-        return f"RETURN collect({{id: m.id, s: s, rec: {_MEMORY_ROW}{extra}}}) AS {alias}"
+        """``sim``: with each hit's exact cosine (full-text hits, when the search has a vector). The
+        ids in the list ``known`` (vector hits of the same query) come as id and score alone: their
+        record and cosine are already in the reply."""
+        hit = f"{{id: m.id, s: s, rec: {_MEMORY_ROW}" + (f", sim: {_SIM}}}" if sim else "}")
+        if known:
+            hit = f"CASE WHEN m.id IN {known} THEN {{id: m.id, s: s}} ELSE {hit} END"
+        return f"RETURN collect({hit}) AS {alias}"
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """ANN over-fetch per row, kept to the scope; rows whose neighbours all lie in other scopes

@@ -107,9 +107,11 @@ def _entity_proj(var: str) -> str:
                             "updated_at"), ("created_at", "updated_at"))
 
 
-def _rel_proj(var: str) -> str:
-    return projection(var, ("id", "relation", "memory_ids", "valid_from", "valid_to", "created_at", "user_id",
+def _rel_proj(var: str, memory_ids: str | None = None) -> str:
+    """``memory_ids``: an expression replacing the stored provenance (a search reads a cut of it)."""
+    proj = projection(var, ("id", "relation", "memory_ids", "valid_from", "valid_to", "created_at", "user_id",
                             "agent_id", "run_id"), ("valid_from", "valid_to", "created_at"))
+    return proj if memory_ids is None else proj.replace(".memory_ids", f"memory_ids: {memory_ids}", 1)
 
 
 _QUARANTINE_PROJ: Final = (
@@ -976,12 +978,15 @@ def neighbourhood_cypher(
             f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh AS g_frontier, g_facts + g_found AS g_facts",
         ]
     parts += [
-        # Facts whose ends were both reached (a literal's subject alone).
+        # Facts whose ends were both reached (a literal's subject alone), each with its first
+        # max_mentions supporting memories by id, as an entity's mentions are cut.
         "CALL (g_facts, g_seen) { UNWIND g_facts AS f WITH DISTINCT f[0] AS r, f[1] AS s, f[2] AS o "
         "WHERE s IN g_seen AND (o:Value OR o IN g_seen) "
-        f"RETURN collect({{fact: {_rel_proj('r')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
+        "CALL (r) { UNWIND coalesce(r.memory_ids, []) AS mid WITH mid ORDER BY mid LIMIT $g_max_mentions "
+        "RETURN collect(mid) AS prov } "
+        f"RETURN collect({{fact: {_rel_proj('r', 'prov')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
         "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
-        "collect(coalesce(r.memory_ids, [])) AS g_prov }",
+        "collect(prov) AS g_prov }",
         # Per reached entity: its degree and, unless it is a hub, its first memories by id (the degree
         # test comes first, so a hub's mentions are never read).
         f"CALL (g_seen) {{ UNWIND g_seen AS e WITH e, {_DEGREE.format(v='e')} AS d "

@@ -126,16 +126,22 @@ def _entity(row: sqlite3.Row) -> Entity:
     })
 
 
-def _relations(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[Relation]:
+def _relations(
+    conn: sqlite3.Connection, where: str, params: Sequence[Any], support_limit: int | None = None
+) -> list[Relation]:
+    """``support_limit``: each fact's first memories by id only (a search's cut, see ``neighbourhood``)."""
     rows = conn.execute(f"SELECT {_REL_COLUMNS} FROM relations AS r WHERE {where} ORDER BY r.rowid", params).fetchall()
     support: dict[str, list[str]] = {r["id"]: [] for r in rows}
     ids = list(support)
     for i in range(0, len(ids), 500):
         part = ids[i : i + 500]
-        for rid, mid in conn.execute(
-            f"SELECT relation_id, memory_id FROM relation_support WHERE relation_id IN ({_marks(len(part))}) "
-            "ORDER BY relation_id, memory_id", part,
-        ):
+        query = f"SELECT relation_id, memory_id FROM relation_support WHERE relation_id IN ({_marks(len(part))})"
+        args: list[Any] = list(part)
+        if support_limit is not None:
+            query = (f"SELECT relation_id, memory_id FROM (SELECT relation_id, memory_id, row_number() OVER "
+                     f"(PARTITION BY relation_id ORDER BY memory_id) AS n FROM ({query})) WHERE n <= ?")
+            args.append(support_limit)
+        for rid, mid in conn.execute(query + " ORDER BY relation_id, memory_id", args):
             support[rid].append(mid)
     return [
         build_relation({  # validated on the way in; a search builds hundreds
@@ -416,7 +422,8 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
                 f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {rwhere} "
                 "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *rparams, q.max_facts])))
         ids = [i for i in wanted if i not in facts]
-        found = _relations(conn, f"r.id IN ({_marks(len(ids))})", ids) if ids else []
+        # each fact's first max_mentions memories, as an entity's mentions are cut below
+        found = _relations(conn, f"r.id IN ({_marks(len(ids))})", ids, q.max_mentions) if ids else []
         ends: dict[str, None] = {}
         for rel in found:
             facts[rel.id] = rel
