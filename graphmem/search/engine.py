@@ -20,7 +20,7 @@ from ..config import SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, utcnow
-from .fusion import fuse
+from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def run_search(
     if gq is not None:
         # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)
         text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
-        seeds = {f.id: f.score for f in fuse(signals, text_cfg, details=False)[: cfg.graph_seed_memories]}
+        seeds = dict(Fusion(signals, text_cfg).top(cfg.graph_seed_memories))
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
         graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)
@@ -109,42 +109,43 @@ def run_search(
     needed = max(req.k, cfg.rerank_top_n) if reranker is not None else req.k
     ranked: list[tuple[float, Any]] = []
     floor: list[float] = []  # min-heap of the best `needed` decayed scores
-    for hit in fuse(signals, cfg, details=req.explain):
-        if len(floor) >= needed and hit.score < floor[0]:
+    fusion = Fusion(signals, cfg)
+    for mid, fused in fusion.ranked():
+        if len(floor) >= needed and fused < floor[0]:
             break
-        rec = records[hit.id]
+        rec = records[mid]
         if rec.expires_at is not None and rec.expires_at <= (req.as_of or now):
             continue
         if req.as_of is not None and rec.created_at > req.as_of:
             continue
         factor = decay_factor(rec, req.as_of or now, cfg)
-        score = hit.score * factor
-        ranked.append((score, (hit, rec, factor)))
+        score = fused * factor
+        ranked.append((score, (mid, fused, rec, factor)))
         if len(floor) < needed:
             heapq.heappush(floor, score)
         else:
             heapq.heappushpop(floor, score)
-    ranked.sort(key=lambda item: (-item[0], item[1][0].id))
+    ranked.sort(key=lambda item: (-item[0], item[1][0]))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank_top_n]
-        reranked = dict(zip((h[1][0].id for h in head), reranker.score(req.text, [h[1][1].memory for h in head]),
+        reranked = dict(zip((h[1][0] for h in head), reranker.score(req.text, [h[1][2].memory for h in head]),
                             strict=True))
-        order = sorted(head, key=lambda h: (-reranked[h[1][0].id], -h[0], h[1][0].id))
+        order = sorted(head, key=lambda h: (-reranked[h[1][0]], -h[0], h[1][0]))
         ranked = order + ranked[cfg.rerank_top_n :]
     results = []
-    for score, (hit, rec, factor) in ranked:
+    for score, (mid, fused, rec, factor) in ranked:
         if req.threshold is not None and score < req.threshold:
             continue
         item = {**rec.public(), "score": score}
         if req.explain:
-            details: dict[str, Any] = {**hit.details, "fused": hit.score, "fusion": cfg.fusion}
+            details: dict[str, Any] = {**fusion.details(mid), "fused": fused, "fusion": cfg.fusion}
             if factor != 1.0:
                 details["decay"] = factor
-            if hit.id in reranked:
-                details["rerank"] = reranked[hit.id]
-            if "graph" in details and hit.id in graph.paths:
-                details["graph"]["path"] = graph.paths[hit.id]
+            if mid in reranked:
+                details["rerank"] = reranked[mid]
+            if "graph" in details and mid in graph.paths:
+                details["graph"]["path"] = graph.paths[mid]
             item["score_details"] = details
         results.append(item)
         if len(results) == req.k:

@@ -7,6 +7,7 @@ reciprocal-rank fusion which ignores score scales altogether.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,23 +41,60 @@ def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) ->
     return {i: (s / best if best > 0 else 0.0) for i, s in hits}
 
 
+class Fusion:
+    """One query's fused scores (weighted sum or RRF of the normalized signals).
+
+    The per-signal breakdown is built only for the hits asked about (:meth:`details`): a search
+    fuses a few hundred candidates and shows about ten.
+    """
+
+    def __init__(self, signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig) -> None:
+        self._weights = {s: cfg.weights.get(s, 0.0) for s in signals if cfg.weights.get(s, 0.0) > 0}
+        self._total = sum(self._weights.values()) or 1.0
+        self._rrf = cfg.rrf_k if cfg.fusion == "rrf" else None
+        self._signals = {s: hits for s, hits in signals.items() if s in self._weights}  # weight 0: ignored
+        self._norms = {s: _normalize(s, hits, cfg) for s, hits in self._signals.items()}
+        self._ranks: dict[str, dict[str, int]] = {}
+        self.scores: dict[str, float] = {}
+        scores, total, rrf = self.scores, self._total, self._rrf
+        for signal, hits in self._signals.items():  # _part, inlined: this loop sees every candidate
+            weight, norm = self._weights[signal], self._norms[signal]
+            if rrf is not None:
+                for rank, (mid, _) in enumerate(hits, start=1):
+                    scores[mid] = scores.get(mid, 0.0) + weight / (rrf + rank)
+            else:
+                for mid, _ in hits:
+                    scores[mid] = scores.get(mid, 0.0) + weight * norm[mid] / total
+
+    def _part(self, signal: str, mid: str, rank: int) -> float:
+        if self._rrf is not None:
+            return self._weights[signal] / (self._rrf + rank)
+        return self._weights[signal] * self._norms[signal][mid] / self._total
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """(id, fused score), best first, ties by id."""
+        return sorted(self.scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def top(self, n: int) -> list[tuple[str, float]]:
+        """The first ``n`` of :meth:`ranked`, without sorting the rest."""
+        return heapq.nsmallest(n, self.scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def details(self, mid: str) -> dict[str, Any]:
+        """Each signal's share of ``mid``'s score: raw and normalized score, rank, contribution."""
+        out: dict[str, Any] = {}
+        for signal, hits in self._signals.items():
+            ranks = self._ranks.get(signal)
+            if ranks is None:
+                ranks = self._ranks[signal] = {m: r for r, (m, _) in enumerate(hits, start=1)}
+            rank = ranks.get(mid)
+            if rank is not None:
+                out[signal] = {"raw": hits[rank - 1][1], "normalized": self._norms[signal][mid], "rank": rank,
+                               "contribution": self._part(signal, mid, rank)}
+        return out
+
+
 def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig, *, details: bool = True) -> list[Fused]:
     """Combine ranked per-signal hits (best first) into one list, best first, ties by id.
-    ``details=False`` skips the per-signal breakdown (for scores only, e.g. choosing graph seeds)."""
-    weights = {s: cfg.weights.get(s, 0.0) for s in signals if cfg.weights.get(s, 0.0) > 0}
-    total = sum(weights.values()) or 1.0
-    rrf = cfg.fusion == "rrf"
-    results: dict[str, Fused] = {}
-    for signal, hits in signals.items():
-        if signal not in weights:  # weight 0: the signal neither scores nor brings candidates
-            continue
-        norm = _normalize(signal, hits, cfg)
-        for rank, (mid, raw) in enumerate(hits, start=1):
-            part = weights[signal] / (cfg.rrf_k + rank) if rrf else weights[signal] * norm[mid] / total
-            entry = results.get(mid)
-            if entry is None:
-                entry = results[mid] = Fused(mid, 0.0)
-            entry.score += part
-            if details:
-                entry.details[signal] = {"raw": raw, "normalized": norm[mid], "rank": rank, "contribution": part}
-    return sorted(results.values(), key=lambda f: (-f.score, f.id))
+    ``details=False`` skips the per-signal breakdown (for scores only)."""
+    fusion = Fusion(signals, cfg)
+    return [Fused(mid, score, fusion.details(mid) if details else {}) for mid, score in fusion.ranked()]

@@ -358,40 +358,35 @@ def _ppr(
     index = {eid: i for i, eid in enumerate(entity_ids)}
     first_memory = len(entity_ids)
     index.update({mid: first_memory + i for i, mid in enumerate(memory_ids)})
-    src: list[int] = []
-    dst: list[int] = []
-    wts: list[float] = []
-
-    def edge(a: str, b: str, w: float) -> None:
-        src.append(index[a])
-        dst.append(index[b])
-        wts.append(w)
-
-    def specific(eid: str) -> float:  # a name few memories carry says more (HippoRAG: 1 / |passages|)
-        return float((1 + sub.degree.get(eid, 0)) ** -cfg.graph_specificity)
-
-    for mid, eid in sub.mentions:
-        if eid in index:
-            edge(mid, eid, specific(eid))
-            edge(eid, mid, 1.0)
+    n = len(index)
+    # a name few memories carry says more (HippoRAG: 1 / |passages|)
+    specific = {eid: float((1 + sub.degree.get(eid, 0)) ** -cfg.graph_specificity) for eid in entity_ids}
+    mentions = [(index[mid], index[eid], specific[eid]) for mid, eid in sub.mentions if eid in index]
+    src = [m for m, _, _ in mentions] + [e for _, e, _ in mentions]
+    dst = [e for _, e, _ in mentions] + [m for m, _, _ in mentions]
+    wts = [w for _, _, w in mentions] + [1.0] * len(mentions)
     for rel in sub.relations:
         if rel.target_id is None or rel.target_id not in index or rel.source_id not in index:
             continue
         w = weights(rel.relation) * (cfg.graph_relation_boost if rel.relation in named else 1.0)
         if w <= 0:
             continue
-        edge(rel.source_id, rel.target_id, w)
+        a, b = index[rel.source_id], index[rel.target_id]
+        src.append(a)
+        dst.append(b)
+        wts.append(w)
         if _both_ways(onto, rel.relation)[0]:
-            edge(rel.target_id, rel.source_id, w)
-    n = len(index)
+            src.append(b)
+            dst.append(a)
+            wts.append(w)
     restart = np.zeros(n)
     exact = [key for key, eid in sub.linked.items() if eid not in sub.link_how or sub.link_how[eid][0] == "exact"]
     outer = _outermost(exact)
     for key, eid in sub.linked.items():
         if key in outer or key not in exact:  # a partial link restarts at its cover
-            restart[index[eid]] += specific(eid) * _link_score(sub, eid)
+            restart[index[eid]] += specific[eid] * _link_score(sub, eid)
     for eid in widened:  # entities of a class the query names restart the walk too, at half weight
-        restart[index[eid]] += 0.5 * specific(eid)
+        restart[index[eid]] += 0.5 * specific[eid]
     for mid, score in seeds.items():
         if score > 0:
             restart[index[mid]] += cfg.graph_seed_weight * score
@@ -401,12 +396,13 @@ def _ppr(
     s_idx, d_idx, w_arr = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(wts)
     out_weight = np.bincount(s_idx, weights=w_arr, minlength=n)
     share = w_arr / out_weight[s_idx] if len(w_arr) else w_arr
+    dangling = out_weight == 0  # their rank goes back to the restart distribution
     alpha = cfg.graph_restart
+    base, keep = alpha * restart, 1.0 - alpha
     rank = restart.copy()
     for _ in range(50):
-        moving = rank * (out_weight > 0)
-        spread = np.bincount(d_idx, weights=moving[s_idx] * share, minlength=n)
-        new = alpha * restart + (1 - alpha) * (spread + restart * float(rank[out_weight == 0].sum()))
+        new = base + keep * (np.bincount(d_idx, weights=rank[s_idx] * share, minlength=n)
+                             + restart * float(rank[dangling].sum()))
         done = float(np.abs(new - rank).sum()) < 1e-9
         rank = new
         if done:
