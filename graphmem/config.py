@@ -220,6 +220,14 @@ class SearchConfig(_Section):
     """Graph signal: only query words written with a capital look for partial names. Lower-case words
     are mostly common nouns, and rule extraction stores noun phrases as entities too ("state
     capital"): linking those on "state" cost recall."""
+    graph_link_vector: int = Field(0, ge=0, le=1000)
+    """Graph signal: at most this many more entities are linked by name embedding. The rule
+    extractor finds the query's entity names (as it finds them in memories); each one that linked
+    neither exactly nor by partial name links the scope's entity whose name embedding is closest,
+    if the cosine is at least ``graph_link_min_similarity`` (Neo4j: the entity vector index; SQLite:
+    exact). It catches other spellings ("Aschenbrodel" for "Aschenbrödel"). 0 (default) turns it off."""
+    graph_link_min_similarity: float = Field(0.85, gt=0.0, le=1.0)
+    """Graph signal: least cosine between a query mention and an entity name for a vector link."""
     graph_link_pool: int = Field(256, ge=1, le=100_000)
     """Graph signal: entity full-text hits read per lookup, before the exact checks. Both backends
     link the same entities while a scope has fewer candidates than this for a query."""

@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from graphmem import Memory, MemoryConfig
 from graphmem.config import SearchConfig
 from graphmem.embedding import HashingEmbedder
@@ -126,6 +128,52 @@ def test_partial_links_never_cross_the_scope(mem: Memory, uid: str) -> None:
     assert narrow in ids(out) and theirs not in ids(out)
     assert linked(search(mem, "Obama", GRAPH_ONLY, user_id=uid, agent_id="other")) == {}
     assert linked(search(mem, "Obama", GRAPH_ONLY, user_id=other)) == {"Barack Obama": ("fulltext", 0.5)}
+    mem.delete_all(user_id=other)
+
+
+VECTOR = {"graph_link_fulltext": 0, "graph_link_vector": 2, "graph_link_min_similarity": 0.5}
+"""Vector links alone; hashing embeddings of two spellings share words and trigrams, not meaning,
+so their cosines are lower than a language model's."""
+
+
+def test_vector_link_finds_another_spelling(mem: Memory, uid: str) -> None:
+    museum = add(mem, "Its halls hold three million works",
+                 fact("Hermitage", "locatedIn", "St Petersburg", "Place", "City"), user_id=uid)
+    query = "What did they see in Saint Petersburg?"
+    text = search(mem, query, TEXT_ONLY, user_id=uid)
+    hit = next((r for r in text["results"] if r["id"] == museum), None)
+    assert hit is None or "fulltext" not in hit["score_details"]
+    assert linked(search(mem, query, GRAPH_ONLY, user_id=uid, graph_link_fulltext=0)) == {}
+
+    out = search(mem, query, GRAPH_ONLY, user_id=uid, **VECTOR)
+    assert out["graph"]["linked"] == [{"name": "St Petersburg", "key": "saint petersburg", "how": "vector",
+                                       "score": pytest.approx(0.5915, abs=1e-3)}]
+    assert museum in ids(out)
+    # below the threshold, off, or a name that links exactly: no vector link
+    assert linked(search(mem, query, GRAPH_ONLY, user_id=uid, **{**VECTOR, "graph_link_min_similarity": 0.6})) == {}
+    assert linked(search(mem, query, GRAPH_ONLY, user_id=uid, **{**VECTOR, "graph_link_vector": 0})) == {}
+    exact = search(mem, "What did they see in St Petersburg?", GRAPH_ONLY, user_id=uid, **VECTOR)
+    assert linked(exact) == {"St Petersburg": ("exact", 1.0)}
+
+
+def test_vector_links_cap_never_repeat_and_keep_to_the_scope(mem: Memory, uid: str) -> None:
+    other = f"{uid}-other"
+    add(mem, "Its halls hold three million works", fact("Hermitage", "locatedIn", "St Petersburg", "Place", "City"),
+        user_id=uid)
+    add(mem, "Snow lay on the square", fact("Red Square", "locatedIn", "Moscow City", "Place", "City"), user_id=uid)
+    theirs = add(mem, "A ferry leaves at dawn", fact("Pier", "locatedIn", "Saint Petersberg", "Place", "City"),
+                 user_id=other)
+    query = "From Saint Petersburg to Moscow Town, then Saint-Petersburg"
+    out = search(mem, query, GRAPH_ONLY, user_id=uid, **VECTOR)
+    # mentions in reading order; the third one's nearest entity is linked already
+    assert [(x["name"], x["key"], x["how"]) for x in out["graph"]["linked"]] == [
+        ("St Petersburg", "saint petersburg", "vector"), ("Moscow City", "moscow town", "vector")]
+    capped = search(mem, query, GRAPH_ONLY, user_id=uid, **{**VECTOR, "graph_link_vector": 1})
+    assert [x["name"] for x in capped["graph"]["linked"]] == ["St Petersburg"]
+    assert theirs not in ids(out)
+    assert linked(search(mem, query, GRAPH_ONLY, user_id=uid, agent_id="none", **VECTOR)) == {}
+    assert linked(search(mem, "Saint Petersberg", GRAPH_ONLY, user_id=other, **VECTOR)) == {
+        "Saint Petersberg": ("exact", 1.0)}
     mem.delete_all(user_id=other)
 
 

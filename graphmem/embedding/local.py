@@ -29,7 +29,10 @@ class SentenceTransformerEmbedder(Embedder):
         self.model_name = config.model or DEFAULT_MODEL
         self._batch = config.batch_size
         self._model = self._load(self.model_name)
-        dims = self._model.get_sentence_embedding_dimension()
+        # renamed in sentence-transformers 6; the old name still works there, with a warning
+        model = self._model
+        dims = (model.get_embedding_dimension if hasattr(model, "get_embedding_dimension")
+                else model.get_sentence_embedding_dimension)()
         self.dims = int(dims) if dims else int(self._model.encode(["probe"]).shape[1])
         self.name = f"st:{self.model_name}:{self.dims}"
 

@@ -21,7 +21,7 @@ from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, utcnow
 from .fusion import Fusion
-from .graph import GraphResult, graph_candidates, graph_query
+from .graph import GraphResult, graph_candidates, graph_query, query_mentions
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -88,7 +88,10 @@ def run_search(
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
-    gq = graph_query(req.text, cfg, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
+    gq = None
+    if cfg.weights.get("graph", 0.0) > 0:
+        mentions = query_mentions(req.text, ontology()) if cfg.graph_link_vector > 0 else []
+        gq = graph_query(req.text, cfg, req.as_of, usable, mentions, embedder.embed(mentions) if mentions else None)
     cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}

@@ -58,13 +58,17 @@ memory reached only through a mention is explained by the entity it mentions.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from rdflib.namespace import OWL, RDFS
 
-from ..models import Relation, norm_name
+from ..extraction.rules import RuleExtractor
+from ..extraction.schema import ExtractionContext
+from ..models import Relation, norm_name, utcnow
 from ..stores.base import GraphQuery, Subgraph, Vector
 from ..stores.text import STOPWORDS
 
@@ -75,11 +79,15 @@ if TYPE_CHECKING:
     from ..config import SearchConfig
     from ..ontology import Ontology
 
-__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_ngrams", "query_words"]
+__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_mentions", "query_ngrams",
+           "query_words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_LINK_WORDS = 200
 """Query words looked up for partial names at most (a full-text query has a clause limit)."""
+MAX_MENTIONS = 16
+"""Query mentions embedded for vector links at most."""
+_MENTION_EXTRACTORS: WeakKeyDictionary[Ontology, RuleExtractor] = WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -167,10 +175,25 @@ def _short(ontology: Ontology | None, iri: str) -> str:
     return info.name if info is not None else iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
+def query_mentions(text: str, ontology: Ontology) -> list[str]:
+    """Entity names in ``text``, as the rule extractor finds them in memories (the ontology's labels,
+    capitalized and quoted names, compounds), in reading order, at most ``MAX_MENTIONS``."""
+    extractor = _MENTION_EXTRACTORS.get(ontology)
+    if extractor is None:
+        extractor = _MENTION_EXTRACTORS[ontology] = RuleExtractor(ontology, granularity="message")
+    found = extractor.extract(text, ExtractionContext(ontology, utcnow())).entities
+    return list(dict.fromkeys(e.name for e in found if norm_name(e.name)))[:MAX_MENTIONS]
+
+
 def graph_query(
-    query: str, cfg: SearchConfig, as_of: datetime | None = None, vector: Vector | None = None
+    query: str, cfg: SearchConfig, as_of: datetime | None = None, vector: Vector | None = None,
+    mentions: Sequence[str] = (), mention_vectors: Vector | None = None,
 ) -> GraphQuery:
-    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by."""
+    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by;
+    ``mentions`` (:func:`query_mentions`) with their embeddings for vector links."""
+    if mention_vectors is not None:  # a name with no embedding features has no direction to compare
+        keep = [i for i, row in enumerate(mention_vectors) if float(row @ row) > 0]
+        mentions, mention_vectors = [mentions[i] for i in keep], (mention_vectors[keep] if keep else None)
     # the best text hits seed PageRank and the bridge; the walk starts from the linked entities only
     seeded = cfg.graph_scoring == "ppr" or (cfg.graph_bridge_weight > 0 and cfg.graph_bridge_seeds > 0)
     return GraphQuery(
@@ -181,6 +204,9 @@ def graph_query(
         seed_memories=cfg.graph_seed_memories if seeded else 0, depth=cfg.graph_depth,
         max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
         hub_degree=cfg.graph_hub_degree, as_of=as_of, vector=vector,
+        mentions=tuple(norm_name(m) for m in mentions), mention_vectors=mention_vectors,
+        max_vector=cfg.graph_link_vector if mention_vectors is not None else 0,
+        min_similarity=cfg.graph_link_min_similarity,
     )
 
 

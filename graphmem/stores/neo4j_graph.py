@@ -857,6 +857,10 @@ def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> lis
 SUBGRAPH_COLUMNS: Final = ("g_linked", "g_seed_pairs", "g_ents", "g_rels", "g_recs")
 """Columns :func:`neighbourhood_cypher` leaves for the caller's ``RETURN`` (read by :func:`read_subgraph`)."""
 
+VECTOR_LINK_EXACT_MAX: Final = 2_000
+"""Vector links: a read scope of at most this many entities is compared exactly (SQLite always is);
+a bigger one through the entity vector index (see ``GraphQuery.link_pool``)."""
+
 _DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
 """Mentions of an entity: a degree lookup (no relationship is read), as only memories mention."""
 
@@ -871,7 +875,7 @@ def _linking_cypher(scope: Scope, q: GraphQuery, params: dict[str, Any], in_scop
     phrase per n-gram the lookup took 3 ms of server time, with words 1 ms, as the key seek alone.
     Partial names: the same index asked for the query words; each hit scores the cover of its best
     name, computed here from the stored keys and never from Lucene's score, so SQLite's FTS5 links
-    the same entities.
+    the same entities. Mentions: see :data:`VECTOR_LINK_EXACT_MAX`.
     """
     scope_q = lucene_scope(scope)
     aliases = ""
@@ -910,6 +914,29 @@ def _linking_cypher(scope: Scope, q: GraphQuery, params: dict[str, Any], in_scop
             "WITH collect([best[0], e, 'fulltext', best[1]]) AS found "
             "RETURN g_linked + reduce(acc = [], p IN found | CASE WHEN size(acc) >= $g_max_fulltext "
             "OR p[0] IN [y IN acc | y[0]] THEN acc ELSE acc + [p] END) AS g_all }",
+            f"WITH {keep}g_seed_mids, g_skip, g_all AS g_linked",
+        ]
+    if q.max_vector > 0 and q.mentions and q.mention_vectors is not None:
+        params.update(g_mentions=list(q.mentions), g_mention_vecs=[list(map(float, v)) for v in q.mention_vectors],
+                      g_max_vector=int(q.max_vector), g_min_sim=float(q.min_similarity),
+                      g_vexact=VECTOR_LINK_EXACT_MAX, g_vprobe=VECTOR_LINK_EXACT_MAX + 1)
+        scan = f"MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE {in_scope}"
+        nearest = "RETURN e, s ORDER BY s DESC, e.created_at, e.seq, e.id LIMIT 1"
+        parts += [
+            # per mention no key or partial name took, the nearest entity in scope (oldest on a tie):
+            # exact over a small scope, as SQLite always is; else through the index, cut to the scope
+            f"CALL (g_linked) {{ CALL () {{ {scan} WITH e LIMIT $g_vprobe RETURN count(e) <= $g_vexact AS small }} "
+            "CALL (g_linked, small) { UNWIND range(0, size($g_mentions) - 1) AS i "
+            "WITH i, small WHERE NOT $g_mentions[i] IN [p IN g_linked | p[0]] "
+            f"CALL (i, small) {{ WITH i WHERE small {scan} AND e.embedding IS NOT NULL "
+            f"WITH e, 2 * vector.similarity.cosine(e.embedding, $g_mention_vecs[i]) - 1 AS s {nearest} "
+            "UNION ALL WITH i WHERE NOT small "
+            "CALL db.index.vector.queryNodes('entity_embedding', $g_link_pool, $g_mention_vecs[i]) "
+            f"YIELD node AS e, score WITH e, 2 * score - 1 AS s WHERE {in_scope} {nearest} }} "
+            "WITH i, e, s WHERE s >= $g_min_sim RETURN i, e, s } "
+            "WITH i, e, s ORDER BY i WITH collect([$g_mentions[i], e, 'vector', s]) AS found "
+            "RETURN g_linked + reduce(acc = [], p IN found | CASE WHEN size(acc) >= $g_max_vector "
+            "OR p[1] IN [y IN g_linked | y[1]] + [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_all }",
             f"WITH {keep}g_seed_mids, g_skip, g_all AS g_linked",
         ]
     return parts
@@ -962,9 +989,10 @@ def neighbourhood_cypher(
     ]
     for _ in range(q.depth):
         parts += [
-            # Per frontier entity, its first max_facts facts by id, both directions counted together
-            # (MENTIONS are not facts: skipped by type). A hub costs no more than a leaf.
-            "CALL (g_frontier) { UNWIND g_frontier AS e CALL (e) { CALL (e) { "
+            # Per frontier entity that is not a hub, its first max_facts facts by id, both directions
+            # counted together (MENTIONS are not facts: skipped by type).
+            "CALL (g_frontier) { UNWIND g_frontier AS e "
+            f"WITH e WHERE {_DEGREE.format(v='e')} <= $g_hub_degree CALL (e) {{ CALL (e) {{ "
             f"MATCH (e)-[r]->(o) WHERE (o:Entity OR o:Value) AND {valid} AND {in_scope['r']} RETURN r, e AS s, o "
             f"UNION MATCH (s:Entity)-[r:!MENTIONS]->(e) WHERE {valid} AND {in_scope['r']} RETURN r, s, e AS o }} "
             "WITH r, s, o ORDER BY r.id LIMIT $g_max_facts RETURN r, s, o } "

@@ -304,19 +304,21 @@ class EntityVectors:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._scopes: dict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = {}
+        self._scopes: dict[tuple[bool | str | None, ...], tuple[int, int, Any, list[int]]] = {}
 
-    def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
-        """Exact cosine against the scope's entity name embeddings."""
+    def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any, *, read: bool = False
+                ) -> list[tuple[Entity, float] | None]:
+        """Exact cosine against the scope's entity name embeddings, best per query row (ties: the
+        oldest). ``read``: the read scope (narrower scopes included, as search reads), not the exact one."""
         queries = np.asarray(vectors, dtype=np.float32)
         queries = queries.reshape(-1, queries.shape[-1])
-        where, params = exact_scope_sql(scope, alias="e")
+        where, params = scope_sql(scope, alias="e", indexed=False) if read else exact_scope_sql(scope, alias="e")
         have = "e.embedding IS NOT NULL"
         top, count = conn.execute(f"SELECT max(e.rowid), count(*) FROM entities e WHERE {where} AND {have}",
                                   params).fetchone()
         if not count:
             return [None] * len(queries)
-        key = (scope.user_id, scope.agent_id, scope.run_id)
+        key = (read, scope.user_id, scope.agent_id, scope.run_id)
         with self.lock:
             seen, n, matrix, rowids = self._scopes.get(key, (0, 0, np.zeros((0, queries.shape[1]), np.float32), []))
             rows = conn.execute(f"SELECT e.rowid, e.embedding FROM entities e WHERE {where} AND {have} "
@@ -383,8 +385,29 @@ def _link_partial(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, out: Su
         n += 1
 
 
-def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str]) -> Subgraph:
-    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction."""
+def _link_vector(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, out: Subgraph, vectors: EntityVectors) -> None:
+    """Vector links (see :attr:`GraphQuery.mentions`): the nearest entity of the read scope per mention."""
+    todo = [i for i, key in enumerate(q.mentions) if key not in out.linked]
+    if not todo or q.mention_vectors is None:
+        return
+    nearest = vectors.similar(conn, scope, np.asarray(q.mention_vectors)[todo], read=True)
+    n = 0
+    for i, hit in zip(todo, nearest, strict=True):
+        if n >= q.max_vector:
+            break
+        if hit is None or hit[1] < q.min_similarity or hit[0].id in out.link_how:
+            continue
+        e, cosine = hit
+        out.linked[q.mentions[i]] = e.id
+        out.link_how[e.id] = ("vector", cosine)
+        out.entities[e.id] = e
+        n += 1
+
+
+def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str],
+                  vectors: EntityVectors) -> Subgraph:
+    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction
+    (``vectors``: the store's cache of entity embeddings, for vector links)."""
     out = Subgraph()
     where, params = scope_sql(scope, alias="e", indexed=False)
     linked = find_entities(conn, scope, list(q.keys), exact=False) if q.keys else {}
@@ -396,6 +419,8 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
             out.entities[e.id] = e
     if q.max_fulltext > 0 and q.words:
         _link_partial(conn, scope, q, out)
+    if q.max_vector > 0 and q.mentions:
+        _link_vector(conn, scope, q, out, vectors)
     if seed_memories:
         ids = list(dict.fromkeys(seed_memories))
         pairs = conn.execute(
@@ -417,7 +442,9 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
         if not frontier:
             break
         wanted: dict[str, None] = {}
-        for eid in frontier:  # each entity's first max_facts facts by id: a hub costs no more than a leaf
+        for eid in frontier:  # each entity's first max_facts facts by id; a hub's are not read
+            if out.degree.get(eid, 0) > q.hub_degree:
+                continue
             wanted.update(dict.fromkeys(r[0] for r in conn.execute(
                 f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {rwhere} "
                 "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *rparams, q.max_facts])))
