@@ -1,6 +1,6 @@
 """Query linking on both backends: exact names and aliases, partial names through the entity full-text
-index (scored by how much of the name the query carries), its threshold and cap, the scope, and
-the SQLite entity full-text table of stores written before it existed.
+index (scored by how much of the name the query carries), names by embedding, their thresholds and
+caps, the scope, and the SQLite entity full-text table of stores written before it existed.
 
 Memory texts share no word with the queries, so the hashing embedder and full text cannot find them:
 only a linked entity leads there.

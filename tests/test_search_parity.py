@@ -339,6 +339,9 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
             assert all(m in seeds for m, e in one_s.mentions if e in hubs), where
             uncapped = read(neo.mem.store, scope, text, search_config({**opts, "hub": 10_000}), **kw)[1]
             assert len(uncapped.mentions) > len(one_s.mentions), where
+            # nor are its facts read: one between two hubs is not there, though it would be without the cap
+            between = [[r for r in sub.relations if {r.source_id, r.target_id} <= hubs] for sub in (one_s, uncapped)]
+            assert not between[0] and between[1], where
             continue
         ana = next((e for e in one_s.entities.values() if e.name == "Ana" and e.user_id == neo.uid), None)
         if ana is not None and one_s.degree[ana.id] > MAX_MENTIONS:

@@ -222,8 +222,8 @@ class GraphQuery:
     """Memories fetched per reached entity and per fact (its provenance), the first by memory id: a
     hub, or a fact many memories repeat, cannot flood the result."""
     hub_degree: int = 64
-    """An entity more memories than this mention is a hub: its degree is read, its memories are not
-    fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""
+    """An entity more memories than this mention is a hub: its degree is read, its memories and facts
+    are not fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""
     as_of: datetime | None = None
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
     vector: Vector | None = field(default=None, compare=False)
