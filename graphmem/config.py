@@ -242,6 +242,17 @@ class SearchConfig(_Section):
     memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not
     decay; the factor never falls below ``decay_floor``."""
     decay_floor: float = Field(0.3, ge=0.0, le=1.0)
+    decay_access: bool = True
+    """With decay on (``decay_half_life_days``), memories that search returns often fade slower: the
+    half-life is multiplied by ``1 + decay_access_boost * log2(1 + uses)``, ``uses`` being how often a
+    search returned the memory (``access_count``; 1 use doubles it, 3 triple it). Searches record what
+    they return, buffered in the process and written every ``access_flush_every`` memories or
+    ``access_flush_seconds`` and on ``close()``; buffered uses count at once for searches of the same
+    ``Memory``. A crash loses at most the buffer, which holds only access counts. ``as_of`` searches
+    neither count uses nor record any (what was known then). Off, or with decay off, nothing is recorded."""
+    decay_access_boost: float = Field(1.0, ge=0.0)
+    access_flush_every: int = Field(64, ge=1, le=1_000_000)
+    access_flush_seconds: float = Field(10.0, ge=0.0)
     reranker: str | None = None
     """A sentence-transformers CrossEncoder (model name or local path; needs the ``local`` extra)
     that re-orders the best ``rerank_top_n`` fused results; ``None``: no reranking."""

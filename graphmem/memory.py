@@ -37,6 +37,7 @@ from .models import (
 )
 from .pipeline import GraphPlanner, TripleInput, parse_triples
 from .pipeline.ingest import AddRequest, Ingestor
+from .search.access import AccessLog
 from .stores.base import MemoryPatch, Store
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class Memory:
         self._chunker: Any = None
         self._reranker_given = reranker
         self._reranker_loaded: CrossEncoderReranker | None = None
+        self._access = AccessLog()
 
     @property
     def ontology(self) -> Ontology:
@@ -155,6 +157,7 @@ class Memory:
         return cls(config)
 
     def close(self) -> None:
+        self._access.flush(self.store)
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -430,7 +433,15 @@ class Memory:
             explain=explain, as_of=times["as_of"], since=times["since"], until=times["until"],
             vector=None if vector is None else self._query_vector(vector),
         )
-        return run_search(self.store, self.embedder, lambda: self.ontology, self.config.search, req, self._reranker())
+        cfg = self.config.search
+        tracked = cfg.decay_access and bool(cfg.decay_half_life_days)
+        out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, self._reranker(),
+                         self._access.uses if tracked else None)
+        if tracked and req.as_of is None:  # a look at the past is not a use
+            self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
+            if self._access.due(cfg.access_flush_every, cfg.access_flush_seconds):
+                self._access.flush(self.store)
+        return out
 
     def _query_vector(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query embedding, checked (dimensions, finite) and L2-normalized as the embedder's are."""

@@ -145,6 +145,9 @@ class MemoryRecord(BaseModel):
     updated_at: datetime | None = None
     event_time: datetime | None = None
     expires_at: datetime | None = None
+    access_count: int = 0
+    """How often search has returned it (recorded when decay uses access, see ``SearchConfig.decay_access``)."""
+    last_accessed_at: datetime | None = None
 
     @property
     def scope(self) -> Scope:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ import pytest
 from graphmem import Memory
 from graphmem.config import SearchConfig
 from graphmem.errors import InvalidInputError
+from graphmem.models import Scope
 
 GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
 TRAVERSAL_ONLY: dict[str, Any] = {"graph_traversal_weight": 1.0, "graph_bridge_weight": 0.0}
@@ -89,6 +91,48 @@ def test_decay_by_type_and_age(mem: Memory, uid: str) -> None:
     assert "decay" not in c["score_details"] and c["score"] == pytest.approx(b["score"], rel=1e-6)
     mem.config.search = SearchConfig(decay_half_life_days={"episodic": 1}, decay_floor=0.3)
     assert top(uid)["score_details"]["decay"] == pytest.approx(0.3)
+
+
+def test_decay_is_slower_for_memories_in_use(mem: Memory, uid: str) -> None:
+    """With decay, each time search returns a memory lengthens its half-life: uses are buffered in the
+    process (counted at once), then stored (counted by any process)."""
+    now = datetime.now(UTC)
+
+    def add(text: str, days: int, user: str = uid) -> str:
+        out = mem.add(text, infer=False, user_id=user, memory_type="episodic", timestamp=now - timedelta(days=days))
+        mid: str = out["results"][0]["id"]
+        return mid
+
+    tea, cafe, theirs = add("Drank green tea with Rui", 60), add("Drank green tea at the cafe", 10), \
+        add("Drank green tea with Rui", 60, user=f"{uid}-b")
+    buffered = {"decay_half_life_days": {"episodic": 30}, "decay_floor": 0.01, "access_flush_every": 1000,
+                "access_flush_seconds": 3600}
+
+    def decays(m: Memory, **kw: Any) -> dict[str, float]:
+        out = m.search("green tea", user_id=uid, explain=True, **kw)
+        return {r["id"]: r["score_details"].get("decay", 1.0) for r in out["results"]}
+
+    def half_lives(days: int, uses: int) -> float:
+        return float(0.5 ** (days / (30 * (1 + math.log2(1 + uses)))))
+
+    mem.config.search = SearchConfig(**buffered, decay_access=False)  # by age alone; nothing recorded
+    assert decays(mem) == pytest.approx({tea: half_lives(60, 0), cafe: half_lives(10, 0)}, rel=1e-3)
+    mem.config.search = SearchConfig(**buffered)
+    assert ids(mem.search("green tea", user_id=uid, filters={"id": tea})) == [tea]  # one use: half-life x2
+    assert decays(mem) == pytest.approx({tea: half_lives(60, 1), cafe: half_lives(10, 0)}, rel=1e-3)
+    assert mem.get(tea, user_id=uid)["access_count"] == 0  # still buffered
+    # what was known then: uses neither count nor are recorded
+    assert decays(mem, as_of=datetime.now(UTC)) == pytest.approx({tea: 0.25, cafe: half_lives(10, 0)}, rel=1e-3)
+
+    mem.config.search = SearchConfig(**{**buffered, "access_flush_every": 1})
+    mem.search("green tea", user_id=uid, filters={"id": tea})  # due: the buffer is written
+    assert (mem.get(tea, user_id=uid)["access_count"], mem.get(cafe, user_id=uid)["access_count"]) == (3, 1)
+    assert datetime.fromisoformat(mem.get(tea, user_id=uid)["last_accessed_at"]) >= now
+    with Memory(mem.config, embedder=mem.embedder) as other:  # a fresh process counts the stored uses
+        assert decays(other) == pytest.approx({tea: half_lives(60, 3), cafe: half_lives(10, 1)}, rel=1e-3)
+    mem.store.touch(Scope(user_id=f"{uid}-b"), {tea: (5, now)})  # another tenant's id: skipped
+    assert mem.get(tea, user_id=uid)["access_count"] == 4  # 3 + the fresh process's search
+    assert mem.get(theirs, user_id=f"{uid}-b")["access_count"] == 0
 
 
 def test_decay_reorders_beyond_the_first_k_fused(mem: Memory, uid: str) -> None:

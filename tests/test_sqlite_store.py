@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,17 @@ def test_memory_without_config_uses_graphmem_home(tmp_path: Path, monkeypatch: p
     with Memory() as m:
         m.add("hello", infer=False, user_id="u")
     assert (tmp_path / "home" / "graphmem.db").exists()
+
+
+def test_store_from_before_access_counts_gains_them(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    with Memory(_config(db)) as m:
+        mid = m.add("The boiler was serviced in May", infer=False, user_id="u")["results"][0]["id"]
+    with sqlite3.connect(db) as conn:  # the table as an earlier graphmem made it
+        conn.executescript("ALTER TABLE memories DROP COLUMN access_count; "
+                           "ALTER TABLE memories DROP COLUMN last_accessed_at;")
+    cfg = {**_config(db), "search": {"decay_half_life_days": {"semantic": 30}, "access_flush_every": 1}}
+    with Memory(cfg) as m:
+        assert m.get(mid, user_id="u")["access_count"] == 0
+        assert [r["id"] for r in m.search("boiler", user_id="u")["results"]] == [mid]
+        assert m.get(mid, user_id="u")["access_count"] == 1

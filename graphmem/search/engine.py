@@ -64,12 +64,14 @@ def time_window(since: datetime | None, until: datetime | None) -> Filter | None
     return parse_filters({"OR": [inside("event_time"), {"AND": [{"event_time": None}, inside("created_at")]}]})
 
 
-def decay_factor(record: MemoryRecord, now: datetime, cfg: SearchConfig) -> float:
+def decay_factor(record: MemoryRecord, now: datetime, cfg: SearchConfig, uses: int = 0) -> float:
     """``0.5 ** (age / half-life)`` for the memory's type, floored at ``decay_floor``; 1 when its type
-    has no half-life (procedural knowledge usually should not fade)."""
+    has no half-life (procedural knowledge usually should not fade). ``uses`` (times search returned
+    it) lengthen the half-life by ``1 + decay_access_boost * log2(1 + uses)``."""
     half_life = cfg.decay_half_life_days.get(record.memory_type.value)
     if not half_life:
         return 1.0
+    half_life *= 1.0 + cfg.decay_access_boost * math.log2(1 + uses)
     age_days = max(0.0, (now - (record.event_time or record.created_at)).total_seconds() / 86_400)
     return max(cfg.decay_floor, math.pow(0.5, age_days / half_life))
 
@@ -81,8 +83,10 @@ def run_search(
     cfg: SearchConfig,
     req: SearchRequest,
     reranker: Reranker | None = None,
+    pending_uses: Callable[[str], int] | None = None,
 ) -> dict[str, Any]:
-    """Rank the scope's memories for ``req`` (see ``Memory.search``)."""
+    """Rank the scope's memories for ``req`` (see ``Memory.search``); ``pending_uses``: a memory's uses
+    by search not yet stored (:mod:`graphmem.search.access`), when decay counts uses."""
     vector = embedder.embed_one(req.text) if req.vector is None else req.vector
     usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
     window = time_window(req.since, req.until)
@@ -121,7 +125,8 @@ def run_search(
             continue
         if req.as_of is not None and rec.created_at > req.as_of:
             continue
-        factor = decay_factor(rec, req.as_of or now, cfg)
+        uses = 0 if pending_uses is None or req.as_of is not None else rec.access_count + pending_uses(mid)
+        factor = decay_factor(rec, req.as_of or now, cfg, uses)
         score = fused * factor
         ranked.append((score, (mid, fused, rec, factor)))
         if len(floor) < needed:

@@ -66,8 +66,6 @@ from weakref import WeakKeyDictionary
 import numpy as np
 from rdflib.namespace import OWL, RDFS
 
-from ..extraction.rules import RuleExtractor
-from ..extraction.schema import ExtractionContext
 from ..models import Relation, norm_name, utcnow
 from ..stores.base import GraphQuery, Subgraph, Vector
 from ..stores.text import STOPWORDS
@@ -77,6 +75,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..config import SearchConfig
+    from ..extraction.rules import RuleExtractor
     from ..ontology import Ontology
 
 __all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_mentions", "query_ngrams",
@@ -178,6 +177,9 @@ def _short(ontology: Ontology | None, iri: str) -> str:
 def query_mentions(text: str, ontology: Ontology) -> list[str]:
     """Entity names in ``text``, as the rule extractor finds them in memories (the ontology's labels,
     capitalized and quoted names, compounds), in reading order, at most ``MAX_MENTIONS``."""
+    from ..extraction.rules import RuleExtractor  # spaCy: imported when vector links are on
+    from ..extraction.schema import ExtractionContext
+
     extractor = _MENTION_EXTRACTORS.get(ontology)
     if extractor is None:
         extractor = _MENTION_EXTRACTORS[ontology] = RuleExtractor(ontology, granularity="message")

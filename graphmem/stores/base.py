@@ -9,7 +9,7 @@ entirely or not at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -331,6 +331,12 @@ class Store(ABC):
         ids in relation provenance, relations left without support, and entities left with no
         mention and no relation.
         """
+
+    @abstractmethod
+    def touch(self, scope: Scope, accesses: Mapping[str, tuple[int, datetime]]) -> None:
+        """Record that search returned these memories: per id, how many times and when last. Counts
+        add up and the latest time wins, so writers that buffered apart merge; ids outside ``scope``
+        (or deleted since) are skipped. History and ``updated_at`` are left alone: nothing changed."""
 
     @abstractmethod
     def delete_scope(self, scope: Scope, at: datetime) -> int:

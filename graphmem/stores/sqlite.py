@@ -19,7 +19,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS memories (
     metadata TEXT NOT NULL DEFAULT '{}',
     created_at TEXT NOT NULL, updated_at TEXT, event_time TEXT, expires_at TEXT,
     embedding BLOB NOT NULL,
-    scope_terms TEXT NOT NULL DEFAULT ''
+    scope_terms TEXT NOT NULL DEFAULT '',
+    access_count INTEGER NOT NULL DEFAULT 0, last_accessed_at TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent_id, created_at);
@@ -116,10 +117,12 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_memory ON history (memory_id, created_at);
 """
 
-_COLUMNS = (
+_WRITE_COLUMNS = (
     "id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata, "
     "created_at, updated_at, event_time, expires_at"
 )
+_COLUMNS = _WRITE_COLUMNS + ", access_count, last_accessed_at"
+"""A record's columns; search's access counts (:meth:`SQLiteStore.touch`) are not written with it."""
 
 
 def _opt_dt(value: str | None) -> datetime | None:
@@ -133,6 +136,7 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
         "role": row["role"], "actor_id": row["actor_id"], "metadata": json.loads(row["metadata"]),
         "created_at": datetime.fromisoformat(row["created_at"]), "updated_at": _opt_dt(row["updated_at"]),
         "event_time": _opt_dt(row["event_time"]), "expires_at": _opt_dt(row["expires_at"]),
+        "access_count": row["access_count"], "last_accessed_at": _opt_dt(row["last_accessed_at"]),
     })
 
 
@@ -403,6 +407,10 @@ class SQLiteStore(Store):
                     "configure the same embedder, or use another store path"
                 )
             graph.backfill_entity_fts(conn)  # stores from before the entity full-text table
+            have = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+            if "access_count" not in have:  # stores from before access counts
+                conn.execute("ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")
+                conn.execute("ALTER TABLE memories ADD COLUMN last_accessed_at TEXT")
         self._vec = _VectorCache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
 
@@ -438,7 +446,7 @@ class SQLiteStore(Store):
                 scope_terms(r.user_id, r.agent_id, r.run_id),
             ))
         conn.executemany(
-            f"INSERT INTO memories ({_COLUMNS}, embedding, scope_terms) VALUES ({','.join('?' * 16)})", rows
+            f"INSERT INTO memories ({_WRITE_COLUMNS}, embedding, scope_terms) VALUES ({','.join('?' * 16)})", rows
         )
         conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
         self._prune(conn)
@@ -508,6 +516,15 @@ class SQLiteStore(Store):
             deleted = self._delete_where(conn, f"m.id IN ({','.join('?' * len(ids))}) AND {where}", [*ids, *params], at)
             graph.forget_memories(conn, deleted)
         return deleted
+
+    def touch(self, scope: Scope, accesses: Mapping[str, tuple[int, datetime]]) -> None:
+        where, params = scope_sql(scope, alias="memories", indexed=False)
+        rows = [(n, iso(at), iso(at), mid, *params) for mid, (n, at) in accesses.items()]
+        with self._write() as conn:  # fixed-width UTC ISO strings (iso) compare as the times do
+            conn.executemany(
+                "UPDATE memories SET access_count = access_count + ?, last_accessed_at = "
+                "CASE WHEN last_accessed_at IS NULL OR last_accessed_at < ? THEN ? ELSE last_accessed_at END "
+                f"WHERE id = ? AND {where}", rows)
 
     def delete_scope(self, scope: Scope, at: datetime) -> int:
         where, params = scope_sql(scope)
