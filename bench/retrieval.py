@@ -9,7 +9,8 @@ Each collection is ingested into its own scope (``user_id`` = collection id) thr
 one ``add`` per doc (a message from its speaker at its own time, so event times stay right), keeping
 ``{"doc_id", "group"}`` in the metadata. ``--extract rules`` uses ``infer=True`` with no LLM, so the
 rule-based extractor splits docs into sentence memories and writes entities and relations;
-``--extract none`` stores each doc verbatim. All modes then query the same ingested data:
+``--extract none`` stores each doc verbatim. Once every collection is in (BM25 statistics span the
+whole index, so a fresh run and one reusing ``--home`` rank alike), all modes query the same data:
 ``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
 ``hybrid_rrf`` reciprocal-rank fusion, ``graph`` the graph signal alone (``null`` while search
 returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``. Retrieved memories are
@@ -242,6 +243,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     done[coll["id"]] = {"memories": stored, "ingest_s": round(time.perf_counter() - t0, 2)}
                     marker.write_text(json.dumps(done))
             docs += len(coll["docs"])
+            print(f"  {coll['id']}: {len(coll['docs'])} docs, ingest {_secs(ingest_s)} so far", file=sys.stderr)
+        # every collection is in before the first query: full-text statistics (IDF, lengths) span the
+        # whole index, so a fresh run and one reusing --home rank alike
+        for coll in colls:
             doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
             qs = [q for q in coll["queries"] if q.get("gold")]
             qs = qs[: args.limit_queries] if args.limit_queries else qs
@@ -269,8 +274,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         r = len(gold & set(ranked[:k])) / len(gold)
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
-            print(f"  {coll['id']}: {len(coll['docs'])} docs, {len(qs)} queries, ingest {_secs(ingest_s)} so far",
-                  file=sys.stderr)
     finally:
         mem.close()
         if not args.home:

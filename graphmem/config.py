@@ -196,8 +196,9 @@ class SearchConfig(_Section):
     """Graph signal: an entity more memories than this mention is a hub, whose memories and facts
     are not fetched (only its degree): at 100k memories on Neo4j reading hubs' mentions took ~4 ms
     of a search, while recall@5 without them was the same (MuSiQue 0.713 vs 0.718 at 64, LoCoMo
-    0.576 vs 0.575). A hub's first facts by id are as arbitrary: not reading them raised LoCoMo
-    hybrid recall@5 from 0.575 to 0.587 (MuSiQue 0.713 either way)."""
+    0.576 vs 0.575). A hub's first facts by id are as arbitrary a sample: without them recall@5 is
+    the same (LoCoMo hybrid 0.576 vs 0.575, MuSiQue 0.713 either way) and a hub costs a degree
+    lookup, however many facts it has."""
     graph_depth: int = Field(2, ge=1, le=6)
     """Graph signal: fact hops from the seeds."""
     graph_decay: float = Field(0.5, gt=0.0, le=1.0)
