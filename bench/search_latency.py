@@ -38,9 +38,10 @@ measured first, then the next is rebuilt). Build time (store writes, plus the ru
 planning before them) is reported apart from search time. A built store then gets
 ``Memory.optimize()``, as after any bulk load (on Neo4j it rebuilds the Lucene indexes, whose
 segments the batched writes multiplied; its time is reported too); ``--optimize`` runs it on a
-reused store. ``make bench-search`` starts the bundled Neo4j (when none is running) with a 1 GB page
-cache, which holds the 100k store (the launcher's 256 MB default is for tests; Neo4j's guidance is a
-page cache the size of the store). The machine's load average is saved next to each measurement: on
+reused store. ``make bench-search`` starts a bundled Neo4j of its own (port 7688, data in
+``.cache/neo4j-bench``, unless ``make bench-neo4j-start`` left it running) with a 1 GB page cache,
+which holds the 100k store (the launcher's 256 MB default is for tests; Neo4j's guidance is a page
+cache the size of the store). The machine's load average is saved next to each measurement: on
 a busy machine compare the ratios more than the milliseconds.
 """
 
