@@ -45,6 +45,13 @@ class StoreConfig(_Section):
     """Neo4j driver's budget for retrying transient errors (deadlocks, leader switches)."""
     write_batch_size: int = Field(1000, ge=1)
     """Rows per ``UNWIND`` batch for bulk writes."""
+    fulltext_analyzer: str = Field("english", pattern=r"^[a-z][a-z0-9_-]{0,63}$")
+    """Neo4j: the Lucene analyzer of the memory full-text index (``CALL
+    db.index.fulltext.listAvailableAnalyzers()``: ``english``, ``standard-folding``, ``german``,
+    ``cjk``…); a store whose index has another one keeps it, with a warning, until ``optimize()``
+    rebuilds it. ``english`` stems and drops stop words but keeps accents; on MuSiQue, whose
+    questions write names without theirs, ``standard-folding`` gave full text recall@5 0.508 against
+    0.488 (hybrid 0.718 against 0.699). SQLite's FTS5 index always stems (Porter) and folds accents."""
 
 
 class EmbedderConfig(_Section):

@@ -440,3 +440,40 @@ def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp
         options = m.cypher(show)[0]["options"]
         assert options["indexConfig"]["vector.quantization.enabled"] is False
         assert m.search("Porto", user_id=uid, top_k=1)["results"][0]["memory"] == "Rita lives in Porto"
+
+
+def test_neo4j_fulltext_analyzer_is_configurable(neo4j_available: bool, tmp_path: Any, uid: str,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """``store.fulltext_analyzer``: an unknown one is refused; a store built with another one warns
+    until ``optimize()`` rebuilds its index; ``standard-folding`` finds a name written without accents."""
+    if not neo4j_available:
+        pytest.skip("no Neo4j (run `make test`, which starts one)")
+    from graphmem import MemoryConfig
+    from graphmem.config import SearchConfig
+    from graphmem.embedding import HashingEmbedder
+    from graphmem.errors import ConfigError
+
+    from .conftest import make_config
+
+    def config(analyzer: str) -> MemoryConfig:
+        cfg = make_config("neo4j", tmp_path)
+        return MemoryConfig.load({**cfg, "store": {**cfg["store"], "fulltext_analyzer": analyzer}})
+
+    show = "SHOW FULLTEXT INDEXES YIELD name, options WHERE name = 'memory_text' RETURN options"
+    text_only = SearchConfig(weights={"vector": 0.0, "fulltext": 1.0})
+    with pytest.raises(ConfigError, match="not an analyzer"):
+        Memory(config("no-such-analyzer"), embedder=HashingEmbedder(384))
+    with Memory(config("standard-folding"), embedder=HashingEmbedder(384)) as m:
+        assert "uses analyzer 'english'" in caplog.text  # the shared test database's index
+        home = m.add("Kurt Fischer composed Aschenbrödel", infer=False, user_id=uid)["results"][0]["id"]
+        m.config.search = text_only
+        assert ids(m.search("Aschenbrodel", user_id=uid)) == []  # english keeps the accent
+        try:
+            m.optimize()
+            assert m.cypher(show)[0]["options"]["indexConfig"]["fulltext.analyzer"] == "standard-folding"
+            assert ids(m.search("Aschenbrodel", user_id=uid)) == [home]
+        finally:  # the database is shared by the whole session: back to the default
+            with Memory(config("english"), embedder=HashingEmbedder(384)) as default:
+                default.optimize()
+    with Memory(config("english"), embedder=HashingEmbedder(384)) as m:
+        assert m.cypher(show)[0]["options"]["indexConfig"]["fulltext.analyzer"] == "english"

@@ -751,6 +751,7 @@ class Neo4jStore(Store):
         with self._errors("schema bootstrap", write=True), self._session() as session:
             self._check_meta(session, embedder, dims)
             self._check_vector_index(session, dims)
+            self._check_analyzer(session)
             for statement in self._schema_statements(dims):
                 try:
                     session.run(statement).consume()
@@ -796,6 +797,23 @@ class Neo4jStore(Store):
                 "database"
             )
 
+    def _check_analyzer(self, session: Session) -> None:
+        """Refuse an analyzer the server does not have; warn when the index was built with another."""
+        wanted = self._cfg.fulltext_analyzer
+        known = {r["analyzer"] for r in session.run(
+            "CALL db.index.fulltext.listAvailableAnalyzers() YIELD analyzer RETURN analyzer")}
+        if wanted not in known:
+            raise ConfigError(f"store.fulltext_analyzer {wanted!r} is not an analyzer of this Neo4j server; "
+                              f"it has: {', '.join(sorted(known))}")
+        record = session.run(
+            "SHOW FULLTEXT INDEXES YIELD name, options WHERE name = 'memory_text' RETURN options").single()
+        have = ((record["options"] if record is not None else None) or {}).get("indexConfig", {}).get(
+            "fulltext.analyzer")
+        if have is not None and have != wanted:
+            log.warning("Neo4j full-text index memory_text at %s uses analyzer %r, not the configured %r; "
+                        "Memory.optimize() (graphmem optimize) rebuilds it with %r", self._location(), have, wanted,
+                        wanted)
+
     def _index_is_exact(self, session: Session) -> bool:
         """Whether ``memory_embedding`` scores are exact (quantization off).
 
@@ -827,8 +845,7 @@ class Neo4jStore(Store):
             version=SCHEMA_VERSION,
         ).consume()
 
-    @staticmethod
-    def _schema_statements(dims: int) -> list[str]:
+    def _schema_statements(self, dims: int) -> list[str]:
         # Quantization off (Neo4j's default is int8): the index then returns exact cosines, so
         # search needs no re-scoring from the stored embeddings and a third of the over-fetch (see
         # _candidate_plan). It is also smaller: 151 MB against 188 MB at 100k x 384 dims, as the
@@ -852,7 +869,7 @@ class Neo4jStore(Store):
             "CREATE VECTOR INDEX memory_embedding IF NOT EXISTS FOR (m:Memory) ON (m.embedding) " + vector_options,
             "CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (e:Entity) ON (e.embedding) " + vector_options,
             "CREATE FULLTEXT INDEX memory_text IF NOT EXISTS FOR (m:Memory) ON EACH [m.memory] "
-            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+            f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{self._cfg.fulltext_analyzer}'}}}}",  # a checked name
         ]
         return statements + graph.schema_statements()
 
