@@ -11,10 +11,11 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .errors import ConfigError
 
@@ -27,6 +28,42 @@ def default_home() -> Path:
     return Path(os.environ.get("GRAPHMEM_HOME") or Path.home() / ".graphmem")
 
 
+def display_uri(uri: str) -> str:
+    """``uri`` without its userinfo (``bolt://user:pass@host`` → ``bolt://host``): the form every
+    message, repr and log line shows, so that credentials written into a URI never leak."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        scheme, rest = "", uri
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end].rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{rest[end:]}"
+
+
+_SECRET_FIELDS = frozenset({"password", "api_key"})
+_OPAQUE_ERRORS = frozenset({"extra_forbidden", "model_type", "model_attributes_type", "dict_type"})
+"""Errors whose value is a typo'd key's or a whole section's, which may hold a secret."""
+
+
+def _describe(exc: ValidationError) -> str:
+    """pydantic's errors without echoing secrets: its own text repeats every rejected value
+    (``input_value=...``), so a password of the wrong type, a typo'd key holding one, or a whole
+    section given to a model validator would appear in the message. Only short scalar values of
+    fields that are not secrets are shown; URIs without their credentials."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = [str(part) for part in err.get("loc", ())]
+        where = ".".join(loc) or "configuration"
+        line = f"  {where}: {err.get('msg', 'invalid value')}"
+        value = err.get("input")
+        secret = bool(_SECRET_FIELDS.intersection(loc)) or err.get("type") in _OPAQUE_ERRORS
+        if not secret and isinstance(value, str | int | float | bool):
+            shown = display_uri(value) if isinstance(value, str) and loc[-1:] == ["uri"] else value
+            text = repr(shown)
+            line += f" (got {text[:100]}{'…' if len(text) > 100 else ''})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class StoreConfig(_Section):
     provider: Literal["sqlite", "neo4j"] = "sqlite"
     """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt."""
@@ -35,14 +72,23 @@ class StoreConfig(_Section):
     busy_timeout_ms: int = Field(30_000, ge=0)
     """How long a SQLite writer waits for another process's write lock before failing."""
     uri: str = "bolt://127.0.0.1:7687"
+    """Bolt address. Credentials written into it (``bolt://user:pass@host``, percent-encoded) are
+    taken out into ``user`` and ``password`` when the config loads, so the URI kept and shown never
+    holds them (the Neo4j driver refuses userinfo in a URI anyway)."""
     user: str = "neo4j"
-    password: str | None = None
+    password: SecretStr | None = None
+    """Never printed (``repr``, ``model_dump_json`` show ``**********``); read it with
+    ``.get_secret_value()``. Also from ``GRAPHMEM_STORE__PASSWORD``."""
     database: str | None = None
     """Neo4j database name; ``None`` uses the server default (``neo4j`` on Community)."""
     connect_timeout_s: float = Field(10.0, gt=0)
     """Bolt connection timeout; an unreachable server fails after this instead of retrying forever."""
     max_transaction_retry_s: float = Field(15.0, ge=0)
-    """Neo4j driver's budget for retrying transient errors (deadlocks, leader switches)."""
+    """Time within which a Neo4j transaction that failed transiently (a deadlock, a leader switch)
+    is run again, after pauses of a few milliseconds, doubling."""
+    conflict_retries: int = Field(16, ge=0, le=1000)
+    """Times a write is planned again when a concurrent writer changed what its plan read (see the
+    README's "Concurrency"). Each of n writers racing for one entity commits after at most n plans."""
     write_batch_size: int = Field(1000, ge=1)
     """Rows per ``UNWIND`` batch for bulk writes."""
     fulltext_analyzer: str = Field("english", pattern=r"^[a-z][a-z0-9_-]{0,63}$")
@@ -52,6 +98,36 @@ class StoreConfig(_Section):
     rebuilds it. ``english`` stems and drops stop words but keeps accents; on MuSiQue, whose
     questions write names without theirs, ``standard-folding`` gave full text recall@5 0.508 against
     0.488 (hybrid 0.718 against 0.699). SQLite's FTS5 index always stems (Porter) and folds accents."""
+    cypher_timeout_s: float = Field(10.0, gt=0)
+    """Neo4j: longest an analyst query (``Memory.cypher``) may run; it is the query's own transaction
+    timeout, so the server stops it and ``QueryTimeoutError`` is raised. Not a server-wide limit:
+    graphmem's own writes are not bound by it."""
+    cypher_max_rows: int = Field(10_000, ge=1)
+    """Neo4j: most rows an analyst query may return; graphmem stops reading at the next one and raises
+    ``RowLimitError`` (add a ``LIMIT``) rather than hand back a silently cut result."""
+
+    @model_validator(mode="after")
+    def _credentials_from_uri(self) -> StoreConfig:
+        """Move ``user:pass@`` out of ``uri`` (see ``uri``); the messages never repeat them."""
+        try:
+            parts = urlsplit(self.uri)
+            user, password = parts.username, parts.password
+        except ValueError:  # the driver refuses such a URI at open, naming it without credentials
+            return self
+        if user is None and password is None:
+            return self
+        if user is not None and "user" in self.model_fields_set and unquote(user) != self.user:
+            raise ValueError("store.uri and store.user name different users; give the user once")
+        if password is not None:
+            given = self.password.get_secret_value() if self.password is not None else None
+            if given is not None and given != unquote(password):
+                raise ValueError("store.uri carries a password and store.password is a different one; "
+                                 "give the password once")
+            self.password = SecretStr(unquote(password))
+        if user is not None:
+            self.user = unquote(user)
+        self.uri = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        return self
 
 
 class EmbedderConfig(_Section):
@@ -62,7 +138,8 @@ class EmbedderConfig(_Section):
     """Model name; defaults per provider: ``text-embedding-3-small``, ``all-MiniLM-L6-v2``."""
     dims: int | None = Field(None, ge=8, le=8192)
     """Vector size; hashing defaults to 384, the others report their own."""
-    api_key: str | None = None
+    api_key: SecretStr | None = None
+    """Never printed; ``None`` lets the openai client read ``OPENAI_API_KEY``."""
     base_url: str | None = None
     batch_size: int = Field(128, ge=1)
     timeout_s: float = Field(60.0, gt=0)
@@ -74,7 +151,8 @@ class LLMConfig(_Section):
     """``openai``: any OpenAI-compatible chat endpoint (``base_url`` for Ollama, vLLM, LM Studio, Azure).
     ``none``: the rule-based extractor (spaCy rules from the ontology's labels and synonyms)."""
     model: str = "gpt-4o-mini"
-    api_key: str | None = None
+    api_key: SecretStr | None = None
+    """Never printed; ``None`` falls back to ``OPENAI_API_KEY``."""
     base_url: str | None = None
     temperature: float = 0.0
     max_output_tokens: int = Field(4096, ge=256)
@@ -295,6 +373,25 @@ class LimitsConfig(_Section):
     max_batch: int = Field(10_000, ge=1)
     """Messages accepted by one ``add`` call."""
     get_all_limit: int = Field(100, ge=1)
+    """Rows ``get_all`` returns when the call gives no ``limit``."""
+    max_list_limit: int = Field(10_000, ge=1)
+    """The largest ``limit`` a ``get_all`` call may ask for; larger values are refused, not cut."""
+    max_top_k: int = Field(1_000, ge=1)
+    """The largest ``top_k`` a search may ask for (every signal over-fetches a multiple of it)."""
+    max_metadata_bytes: int = Field(65_536, ge=2)
+    """A memory's metadata as UTF-8 JSON; metadata is stored on every memory and filtered on, so it
+    is for labels and small values, not documents (store those as memories)."""
+    max_metadata_depth: int = Field(32, ge=1)
+    """Nesting of dicts and lists inside metadata (``{"a": 1}`` is depth 1)."""
+    max_filter_depth: int = Field(32, ge=1)
+    """Nesting of ``AND``/``OR``/``NOT`` in a filter."""
+    max_filter_terms: int = Field(500, ge=1)
+    """Conditions in one filter, each value of an ``in``/``nin`` list counting as one: every term is
+    one comparison in the compiled query, and SQLite bounds an expression's size."""
+    max_name_chars: int = Field(200, ge=1)
+    """A message's ``name`` (the speaker, stored as the memory's ``actor_id``)."""
+    max_entity_chars: int = Field(1_000, ge=1)
+    """An entity name, relation or class name in a triple (``source``, ``target``, types)."""
 
 
 
@@ -328,7 +425,9 @@ class MemoryConfig(BaseSettings):
         try:
             return cls(**(data or {}))
         except ValidationError as exc:
-            raise ConfigError(f"invalid graphmem configuration:\n{exc}") from None
+            raise ConfigError(f"invalid graphmem configuration:\n{_describe(exc)}") from None
+        except SettingsError as exc:  # a GRAPHMEM_* variable that does not parse; names it, not its value
+            raise ConfigError(f"invalid graphmem configuration from the environment: {exc}") from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> MemoryConfig:

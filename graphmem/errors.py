@@ -49,6 +49,20 @@ class ReadOnlyError(StoreError):
     """An analyst query tried to change data; ``Memory.cypher`` only reads."""
 
 
+class CypherRefusedError(ReadOnlyError):
+    """An analyst query that reads, but does something else analyst Cypher does not allow: ``LOAD
+    CSV`` (server files, URLs), administration commands (``SHOW``/``TERMINATE TRANSACTIONS``,
+    ``SHOW SETTINGS``, another database) or a procedure or function outside the allow-list."""
+
+
+class QueryTimeoutError(StoreError):
+    """The server stopped an analyst query that ran longer than ``store.cypher_timeout_s``."""
+
+
+class RowLimitError(InvalidInputError):
+    """An analyst query returned more rows than ``store.cypher_max_rows``; add a ``LIMIT``."""
+
+
 class UnsupportedError(GraphmemError):
     """The operation needs a backend feature this store does not have (e.g. Cypher on SQLite)."""
 
@@ -80,3 +94,29 @@ class OntologyError(GraphmemError):
         self.reason = message
         where = f"{self.path}:{line}: " if self.path is not None and line else f"{self.path}: " if self.path else ""
         super().__init__(f"{where}{message}")
+
+
+class ConflictError(StoreError):
+    """Concurrent writers kept changing what this write depended on (an entity's facts, a duplicate's
+    memory), through every re-plan ``store.conflict_retries`` allows. Nothing was written; calling
+    again is safe."""
+
+
+class DuplicateMemoryError(InvalidInputError):
+    """An update would give a memory the same text as another memory of its scope (one memory per
+    scope and text: the store enforces it)."""
+
+
+def short(value: object, limit: int = 100) -> str:
+    """``repr(value)`` cut to about ``limit`` characters with an ellipsis: how every message echoes
+    caller input, so that a megabyte id or text never becomes a megabyte error message or log line."""
+    try:
+        text = repr(value[: limit + 1] if isinstance(value, str | bytes) else value)
+    except Exception:  # a hostile __repr__ must not replace the error being reported
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: max(limit - 1, 1)] + "…"
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """A message part (not an input value) cut to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
+import numbers
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,16 +22,20 @@ import numpy.typing as npt
 from pydantic import ValidationError
 
 from .chunking import Chunk
-from .config import MemoryConfig
+from .config import LimitsConfig, MemoryConfig
 from .embedding import Embedder, create_embedder
-from .errors import InvalidInputError, NotFoundError
+from .errors import InvalidInputError, NotFoundError, clip, short
 from .extraction import Extractor
+from .filters import Filter
 from .filters import parse as parse_filters
 from .models import (
     EventType,
+    MemoryRecord,
     MemoryType,
     Message,
+    QuarantineEntry,
     Scope,
+    check_id,
     clean_text,
     new_id,
     parse_datetime,
@@ -36,7 +43,9 @@ from .models import (
     utcnow,
 )
 from .pipeline import GraphPlanner, TripleInput, parse_triples
+from .pipeline.graph import GraphPlan
 from .pipeline.ingest import AddRequest, Ingestor
+from .pipeline.retry import replanning
 from .search.access import AccessLog
 from .stores.base import MemoryPatch, Store
 
@@ -47,10 +56,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("graphmem")
 
 MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NAME_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_DEFAULT_LIMITS = LimitsConfig()
 
 
-def _when(value: datetime | str | None, name: str) -> datetime | None:
-    return parse_datetime(value, what=name) if value is not None else None
+def _when(value: object, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime | str | numbers.Real) or isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be a datetime, ISO-8601 string or Unix seconds, "
+                                f"got {type(value).__name__}")
+    return parse_datetime(value, what=name)  # type: ignore[arg-type]  # any real number is seconds
 
 
 def _create_store(config: MemoryConfig) -> Store:
@@ -63,7 +80,7 @@ def _create_store(config: MemoryConfig) -> Store:
     return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms)
 
 
-def _messages(messages: MessagesInput) -> list[Message]:
+def _messages(messages: MessagesInput, limits: LimitsConfig) -> list[Message]:
     if isinstance(messages, str):
         raw: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, dict):
@@ -76,31 +93,119 @@ def _messages(messages: MessagesInput) -> list[Message]:
         )
     if not raw:
         raise InvalidInputError("messages is an empty list")
+    if len(raw) > limits.max_batch:
+        raise InvalidInputError(f"{len(raw)} messages in one add; the limit is {limits.max_batch} (limits.max_batch)")
     out = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise InvalidInputError(f"messages[{i}] must be a dict with 'role' and 'content'")
         try:
-            out.append(Message.model_validate(item))
+            message = Message.model_validate(item)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {clip(e['msg'])}"
+                                 for e in exc.errors(include_url=False))
             raise InvalidInputError(
                 f"messages[{i}] is not a valid message ({problems}); expected "
                 "{'role': 'user'|'assistant'|'system'|'tool', 'content': str, 'name'?: str}"
             ) from None
+        if message.name:
+            _speaker(message.name, f"messages[{i}].name", limits.max_name_chars)
+        out.append(message)
     return out
 
 
-def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+def _speaker(name: str, what: str, max_chars: int) -> None:
+    """A message's ``name`` becomes the memory's ``actor_id`` and a speaker label in extraction
+    prompts: one line of valid Unicode, bounded (``limits.max_name_chars``)."""
+    if len(name) > max_chars:
+        raise InvalidInputError(f"{what} has {len(name):,} characters, more than limits.max_name_chars "
+                                f"({max_chars}): {short(name)}")
+    bad = _NAME_BAD.search(name)
+    if bad:
+        kind = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
+        raise InvalidInputError(f"{what} holds {kind} (U+{ord(bad.group()):04X}) at offset {bad.start()}: "
+                                f"{short(name)}")
+
+
+def _metadata(metadata: object, limits: LimitsConfig | None = None) -> dict[str, Any]:
+    """Metadata as stored: a dict that survives a JSON round trip unchanged (string keys at every
+    level, finite numbers, valid Unicode), within ``limits`` (nesting and UTF-8 size) when given.
+    The walk is iterative and bounded, so no input can exhaust the stack."""
     if metadata is None:
         return {}
-    if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
-        raise InvalidInputError("metadata must be a dict with string keys")
+    if not isinstance(metadata, dict):
+        raise InvalidInputError(f"metadata must be a dict with string keys, got {type(metadata).__name__}")
+    max_depth = limits.max_metadata_depth if limits is not None else _DEFAULT_LIMITS.max_metadata_depth
+    stack: list[tuple[object, int, str]] = [(metadata, 1, "metadata")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, dict | list | tuple):
+            if depth > max_depth:
+                raise InvalidInputError(f"{clip(where, 100)} is nested deeper than limits.max_metadata_depth ({max_depth})")
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if not isinstance(k, str):
+                        raise InvalidInputError(f"{where} has a key that is not a string: {short(k)}")
+                    _no_surrogate(k, f"{where} key {short(k, 40)}")
+                    stack.append((v, depth + 1, f"{where}[{short(k, 40)}]"))
+            else:
+                stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, str):
+            _no_surrogate(value, where)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInputError(f"{where} is {value!r}; metadata numbers are finite (JSON has no NaN/inf)")
+        elif not (value is None or isinstance(value, bool | int | float)):
+            raise InvalidInputError(f"{where} is a {type(value).__name__}; metadata values are strings, numbers, "
+                                    "booleans, null, lists and dicts")
     try:
-        json.dumps(metadata, allow_nan=False)
+        text = json.dumps(metadata, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata must be JSON-serializable: {exc}") from None
+        raise InvalidInputError(f"metadata must be JSON-serializable: {short(str(exc), 200)}") from None
+    if limits is not None and len(text) > limits.max_metadata_bytes // 4:  # a char is at most 4 UTF-8 bytes
+        size = len(text.encode("utf-8"))
+        if size > limits.max_metadata_bytes:
+            raise InvalidInputError(f"metadata is {size:,} bytes as JSON, more than limits.max_metadata_bytes "
+                                    f"({limits.max_metadata_bytes:,}); keep documents in memories, labels in metadata")
     return dict(metadata)
+
+
+def _no_surrogate(text: str, where: str) -> None:
+    bad = _SURROGATE.search(text)
+    if bad:
+        raise InvalidInputError(f"{where} holds a lone surrogate (U+{ord(bad.group()):04X}) at offset {bad.start()}, "
+                                "which is not valid Unicode")
+
+
+def _threshold(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInputError(f"threshold must be a number, got {short(value)}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise InvalidInputError(f"threshold must be a finite number, got {short(value)}")
+    return out
+
+
+def _memory_type(value: object) -> MemoryType | None:
+    if value is None or isinstance(value, MemoryType):
+        return value
+    if isinstance(value, str) and value in {t.value for t in MemoryType}:
+        return MemoryType(value)
+    raise InvalidInputError(f"memory_type {short(value)} is not one of {', '.join(t.value for t in MemoryType)}")
+
+
+def _flag(value: object, name: str) -> bool:
+    """Booleans are booleans: ``infer="no"`` would otherwise be true."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(f"{name} must be True or False, got {short(value)}")
+    return bool(value)
+
+
+def _ids(ids: object, what: str) -> list[str] | None:
+    if ids is None:
+        return None
+    if isinstance(ids, str | bytes | dict) or not isinstance(ids, Sequence | set | frozenset):
+        raise InvalidInputError(f"{what} must be a list of id strings, got {type(ids).__name__}")
+    return [check_id(i, f"{what}[{n}]") for n, i in enumerate(ids)]
 
 
 class Memory:
@@ -197,25 +302,18 @@ class Memory:
         Everything is written in one transaction. ``expires_at``: after it, search no longer returns
         the memories stored by this call (they stay readable with ``get``/``get_all`` and history).
         """
+        limits = self.config.limits
         scope = Scope.of(user_id, agent_id, run_id)
         now = utcnow()
         expires = _when(expires_at, "expires_at")
         if expires is not None and expires <= now:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
-        msgs = _messages(messages)
-        meta = _metadata(metadata)
-        try:
-            mtype = MemoryType(memory_type) if memory_type is not None else None
-        except ValueError:
-            raise InvalidInputError(
-                f"memory_type {memory_type!r} is not one of {', '.join(t.value for t in MemoryType)}"
-            ) from None
-        if len(msgs) > self.config.limits.max_batch:
-            raise InvalidInputError(
-                f"{len(msgs)} messages in one add; the limit is {self.config.limits.max_batch} (limits.max_batch)"
-            )
-        event_time = parse_datetime(timestamp, what="timestamp") if timestamp is not None else None
-        request = AddRequest(scope, msgs, meta, mtype, event_time, parse_triples(triples), infer, expires)
+        msgs = _messages(messages, limits)
+        meta = _metadata(metadata, limits)
+        mtype = _memory_type(memory_type)
+        event_time = _when(timestamp, "timestamp")
+        facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
+        request = AddRequest(scope, msgs, meta, mtype, event_time, facts, _flag(infer, "infer"), expires)
         return self._ingestor().add(request, now)
 
     def _ingestor(self) -> Ingestor:
@@ -254,7 +352,7 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """Quarantined triples in the scope with their SHACL reasons, oldest first."""
         scope = Scope.of(user_id, agent_id, run_id)
-        status = None if include_released else "quarantined"
+        status = None if _flag(include_released, "include_released") else "quarantined"
         return [q.public() for q in self.store.quarantined(scope, status)]
 
     def dry_run(self, ontology: Ontology, *, user_id: str | None = None, agent_id: str | None = None,
@@ -263,9 +361,12 @@ class Memory:
 
         Without a scope every scope holding facts is checked (administration). Nothing is written.
         """
-        from .ontology import Guard
+        from .ontology import Guard, Ontology
         from .pipeline.dryrun import dry_run
 
+        if not isinstance(ontology, Ontology):
+            raise InvalidInputError(f"dry_run needs an Ontology (graphmem.ontology.Ontology.load(...)), "
+                                    f"got {type(ontology).__name__}")
         scopes = None if (user_id, agent_id, run_id) == (None, None, None) else [Scope.of(user_id, agent_id, run_id)]
         return dry_run(self.store, Guard(ontology), scopes).to_dict()
 
@@ -276,24 +377,37 @@ class Memory:
         """Validate quarantined triples again (after the ontology or shapes changed, or the graph
         grew) and write those that now pass, each entry in its own transaction."""
         scope = Scope.of(user_id, agent_id, run_id)
+        ids = _ids(ids, "ids")
         wanted = set(ids) if ids is not None else None
-        released, still = [], []
+        released: list[dict[str, Any]] = []
+        still: list[dict[str, Any]] = []
         planner = self._planner()
         for entry in self.store.quarantined(scope):
             if wanted is not None and entry.id not in wanted:
                 continue
-            given = {k: v for k, v in entry.triple.items() if k != "relation_iri"}
+            given = TripleInput.model_validate({k: v for k, v in entry.triple.items() if k != "relation_iri"})
             exact = Scope(user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id)
-            live = [m for m in entry.memory_ids if self.store.get(m, exact) is not None]
-            now = utcnow()
-            plan = planner.plan(exact, [TripleInput.model_validate(given)], live, now)
-            if plan.rejected:
-                still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
-                continue
-            change = plan.change
-            change.released = [entry.id]
-            self.store.write(exact, change)
-            released.append({"quarantine_id": entry.id, **plan.added[0]})
+            tries = 0
+
+            def attempt(entry: QuarantineEntry = entry, given: TripleInput = given, exact: Scope = exact) -> bool:
+                """Plan and write one entry; ``False`` when another recheck released it meanwhile."""
+                nonlocal tries
+                tries += 1
+                if tries > 1 and entry.id not in {q.id for q in self.store.quarantined(exact)}:
+                    return False
+                records = {m: self.store.get(m, exact) for m in entry.memory_ids}
+                live = {m: r.hash for m, r in records.items() if r is not None}
+                plan = planner.plan(exact, [given], list(live), utcnow())
+                if plan.rejected:
+                    still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
+                    return True
+                plan.change.released = [entry.id]
+                plan.change.expect.memories.update(live)
+                self.store.write(exact, plan.change)
+                released.append({"quarantine_id": entry.id, **plan.added[0]})
+                return True
+
+            replanning(self.config.store.conflict_retries, attempt)
         return {"released": released, "still_rejected": still}
 
     def update(
@@ -313,6 +427,9 @@ class Memory:
         go, the new text's facts are checked and linked, in the same transaction as the update.
         """
         scope = Scope.of(user_id, agent_id, run_id)
+        check_id(memory_id, "memory_id")
+        _metadata(metadata, self.config.limits)
+        _flag(infer, "infer")
         if data is None and metadata is None:
             raise InvalidInputError("update needs new text (data) and/or metadata")
         max_chars = self.config.limits.max_memory_chars
@@ -323,15 +440,20 @@ class Memory:
             vector=self.embedder.embed_one(text) if text is not None else None,
             metadata=_metadata(metadata) if metadata is not None else None,
         )
-        relink = None
+        replan = None
         if text is not None and infer:
             current = self.store.get(memory_id, scope)
             if current is None:
-                raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
-            relink = self._ingestor().relink(current.scope, current, text, patch.updated_at)
-        record = self.store.update(memory_id, scope, patch, relink.change if relink else None)
+                raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
+            replan = self._ingestor().relink(current.scope, current, text, patch.updated_at)
+
+        def attempt() -> tuple[MemoryRecord | None, GraphPlan | None]:
+            relink = replan() if replan is not None else None
+            return self.store.update(memory_id, scope, patch, relink.change if relink else None), relink
+
+        record, relink = replanning(self.config.store.conflict_retries, attempt)
         if record is None:
-            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+            raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         relations = relink.summary() if relink else {"added": [], "superseded": [], "rejected": []}
         return {**record.public(), "event": EventType.UPDATE.value, "relations": relations}
 
@@ -339,8 +461,9 @@ class Memory:
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
         scope = Scope.of(user_id, agent_id, run_id)
+        check_id(memory_id, "memory_id")
         if not self.store.delete([memory_id], scope, utcnow()):
-            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+            raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         return {"id": memory_id, "event": EventType.DELETE.value}
 
     def delete_all(
@@ -364,9 +487,10 @@ class Memory:
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
         scope = Scope.of(user_id, agent_id, run_id)
+        check_id(memory_id, "memory_id")
         record = self.store.get(memory_id, scope)
         if record is None:
-            raise NotFoundError(f"no memory {memory_id!r} in scope {dict(scope.items())}")
+            raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         return record.public()
 
     def get_all(
@@ -379,17 +503,19 @@ class Memory:
         limit: int | None = None,
     ) -> dict[str, Any]:
         scope = Scope.of(user_id, agent_id, run_id)
-        flt = parse_filters(filters)
-        n = self._positive(limit, self.config.limits.get_all_limit, "limit")
+        flt = self._filters(filters)
+        limits = self.config.limits
+        n = self._positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
         return {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
 
     def history(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> list[dict[str, Any]]:
         scope = Scope.of(user_id, agent_id, run_id)
+        check_id(memory_id, "memory_id")
         events = self.store.history(memory_id, scope)
         if not events:
-            raise NotFoundError(f"no history for memory {memory_id!r} in scope {dict(scope.items())}")
+            raise NotFoundError(f"no history for memory {short(memory_id)} in scope {dict(scope.items())}")
         return [e.public() for e in events]
 
     def search(
@@ -423,15 +549,17 @@ class Memory:
         from .search.engine import SearchRequest, run_search
 
         scope = Scope.of(user_id, agent_id, run_id)
-        text = clean_text(query, what="query", max_chars=self.config.limits.max_memory_chars)
+        limits = self.config.limits
+        text = clean_text(query, what="query", max_chars=limits.max_memory_chars)
         times = {name: _when(value, name) for name, value in (("as_of", as_of), ("since", since), ("until", until))}
         if times["since"] and times["until"] and times["since"] >= times["until"]:
             raise InvalidInputError("since must be before until")
         req = SearchRequest(
-            scope=scope, text=text, k=self._positive(top_k, self.config.search.top_k, "top_k"),
-            flt=parse_filters(filters), threshold=self.config.search.threshold if threshold is None else threshold,
-            explain=explain, as_of=times["as_of"], since=times["since"], until=times["until"],
-            vector=None if vector is None else self._query_vector(vector),
+            scope=scope, text=text,
+            k=self._positive(top_k, self.config.search.top_k, "top_k", limits.max_top_k, "limits.max_top_k"),
+            flt=self._filters(filters), threshold=self.config.search.threshold if threshold is None else
+            _threshold(threshold), explain=_flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
+            until=times["until"], vector=None if vector is None else self._query_vector(vector),
         )
         cfg = self.config.search
         tracked = cfg.decay_access and bool(cfg.decay_half_life_days)
@@ -443,19 +571,41 @@ class Memory:
                 self._access.flush(self.store)
         return out
 
-    def _query_vector(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
-        """A caller's query embedding, checked (dimensions, finite) and L2-normalized as the embedder's are."""
-        try:
-            arr = np.asarray(vector, dtype=np.float32).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"vector must be a sequence of numbers: {exc}") from exc
-        if arr.shape[0] != self.embedder.dims:
-            raise InvalidInputError(f"vector has {arr.shape[0]} dimensions; embedder {self.embedder.name} "
+    def _filters(self, filters: object) -> Filter | None:
+        limits = self.config.limits
+        return parse_filters(filters, max_depth=limits.max_filter_depth,  # type: ignore[arg-type]  # checked there
+                             max_terms=limits.max_filter_terms)
+
+    def _query_vector(self, vector: object) -> npt.NDArray[np.float32]:
+        """A caller's query embedding, checked (numbers only, dimensions, finite, not all zero) and
+        L2-normalized as the embedder's are."""
+        if isinstance(vector, np.ndarray):
+            if vector.dtype.kind not in "iuf":
+                raise InvalidInputError(f"vector must hold numbers, got an array of {vector.dtype}")
+            values = vector.astype(np.float64).reshape(-1)
+        elif isinstance(vector, Sequence) and not isinstance(vector, str | bytes | bytearray):
+            if len(vector) != self.embedder.dims:
+                raise InvalidInputError(f"vector has {len(vector)} dimensions; embedder {self.embedder.name} "
+                                        f"makes {self.embedder.dims}")
+            if not all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in vector):
+                raise InvalidInputError("vector must be a sequence of numbers")
+            try:
+                values = np.asarray([float(v) for v in vector], dtype=np.float64)
+            except OverflowError:
+                raise InvalidInputError("vector holds a number too large for a float") from None
+        else:
+            raise InvalidInputError(f"vector must be a sequence of numbers, got {type(vector).__name__}")
+        if values.shape[0] != self.embedder.dims:
+            raise InvalidInputError(f"vector has {values.shape[0]} dimensions; embedder {self.embedder.name} "
                                     f"makes {self.embedder.dims}")
-        if not np.isfinite(arr).all():
+        if not np.isfinite(values).all():
             raise InvalidInputError("vector holds NaN or infinite values")
-        norm = float(np.linalg.norm(arr))
-        return arr / norm if norm > 0 else arr
+        scale = float(np.abs(values).max())
+        if scale == 0.0:
+            raise InvalidInputError("vector is all zeros; it has no direction to compare with")
+        values = values / scale  # no overflow in the norm, however large the values
+        arr: npt.NDArray[np.float32] = (values / float(np.linalg.norm(values))).astype(np.float32)
+        return arr
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
@@ -469,19 +619,39 @@ class Memory:
         return self._reranker_loaded
 
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Analysts' read-only Cypher (Neo4j store). Any query that would write raises ``ReadOnlyError``.
+        """Analysts' read-only Cypher (Neo4j store), for administrators: it is not scoped and sees
+        every tenant, so give analysts their own Neo4j credentials rather than an agent's API.
 
-        Not scoped: it is an administration and analysis tool; give analysts their own credentials.
+        A query that would write raises ``ReadOnlyError``; one that reads but escapes the graph
+        (``LOAD CSV`` of server files or URLs, ``SHOW``/``TERMINATE TRANSACTIONS``, ``SHOW
+        SETTINGS``, another database, a procedure or non-built-in function outside the allow-list in
+        :mod:`graphmem.stores.neo4j_cypher`) raises ``CypherRefusedError`` (a ``ReadOnlyError``).
+        The server stops a query after ``store.cypher_timeout_s`` (``QueryTimeoutError``); more than
+        ``store.cypher_max_rows`` rows raise ``RowLimitError`` instead of a silently cut result.
+        ``params`` hold JSON-like values (plus dates and times); others raise ``InvalidInputError``.
         """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError(f"a Cypher query is a non-empty string, got {short(query)}")
+        clean_text(query, what="the Cypher query", max_chars=self.config.limits.max_memory_chars)  # checked only
+        if params is not None:
+            if not isinstance(params, dict):
+                raise InvalidInputError(f"Cypher params must be a dict of name to value, got {type(params).__name__}")
+            for key in params:
+                if not isinstance(key, str):
+                    raise InvalidInputError(f"Cypher parameter names are strings, got {short(key)}")
+                check_id(key, "a Cypher parameter name")
         return self.store.cypher(query, params)
 
     @staticmethod
-    def _positive(value: int | None, default: int, name: str) -> int:
+    def _positive(value: object, default: int, name: str, maximum: int | None = None, setting: str = "") -> int:
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-        return value
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise InvalidInputError(f"{name} must be a positive integer, got {short(value)}")
+        if maximum is not None and value > maximum:
+            raise InvalidInputError(f"{name}={short(value)} is more than {setting} ({maximum}); ask for fewer or "
+                                    "raise the limit")
+        return int(value)
 
 
 class AsyncMemory:

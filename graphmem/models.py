@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import math
+import numbers
 import re
 import unicodedata
 import uuid
@@ -14,11 +16,15 @@ from typing import Any, Final, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticUndefined
 
-from .errors import InvalidInputError, ScopeError
+from .errors import InvalidInputError, ScopeError, short
 
-_SCOPE_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
+MAX_ID_CHARS: Final = 256
+"""Scope ids and memory ids: identifiers, not text (graphmem's own ids are UUIDs)."""
+_ID_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""What an id may not hold: C0 and C1 controls, and lone surrogates (not encodable as UTF-8)."""
 # C0/C1 controls other than tab, newline and carriage return.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_MAX_ISO_CHARS: Final = 64
 
 
 def utcnow() -> datetime:
@@ -39,8 +45,28 @@ def iso(value: datetime) -> str:
     return to_utc(value).isoformat(timespec="microseconds")
 
 
-def clean_text(text: object, *, what: str = "text", max_chars: int | None = None) -> str:
-    """Validate one piece of user text: a non-empty str, valid Unicode, no control characters."""
+def check_id(value: object, what: str) -> str:
+    """An identifier as given (never normalized, so it matches what is stored): a non-empty str
+    without control characters or lone surrogates, at most :data:`MAX_ID_CHARS` long."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidInputError(f"{what} is empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInputError(f"{what} has {len(value):,} characters; ids have at most {MAX_ID_CHARS} "
+                                f"({short(value)})")
+    bad = _ID_BAD.search(value)
+    if bad:
+        kind = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
+        raise InvalidInputError(f"{what} holds {kind} (U+{ord(bad.group()):04X}) at offset {bad.start()}: "
+                                f"{short(value)}")
+    return value
+
+
+def clean_text(text: object, *, what: str = "text", max_chars: int | None = None,
+               setting: str = "limits.max_memory_chars") -> str:
+    """Validate one piece of user text: a non-empty str, valid Unicode, no control characters.
+    ``setting`` names the limit ``max_chars`` comes from, for the message."""
     if not isinstance(text, str):
         raise InvalidInputError(f"{what} must be a string, got {type(text).__name__}")
     try:
@@ -59,7 +85,7 @@ def clean_text(text: object, *, what: str = "text", max_chars: int | None = None
     if max_chars is not None and len(text) > max_chars:
         raise InvalidInputError(
             f"{what} has {len(text):,} characters, more than the limit of {max_chars:,} "
-            "(limits.max_memory_chars); split it or raise the limit"
+            f"({setting}); split it or raise the limit"
         )
     return text
 
@@ -97,11 +123,7 @@ class Scope(BaseModel):
     @field_validator("user_id", "agent_id", "run_id")
     @classmethod
     def _check_id(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not isinstance(value, str) or not _SCOPE_ID.match(value):
-            raise ValueError("scope ids are 1-256 characters without control characters")
-        return value
+        return None if value is None else check_id(value, "scope id")
 
     @model_validator(mode="after")
     def _non_empty(self) -> Scope:
@@ -114,10 +136,13 @@ class Scope(BaseModel):
         """Build a scope from call arguments, raising :class:`ScopeError` with a usable message."""
         if user_id is None and agent_id is None and run_id is None:
             raise ScopeError("every read and write needs a scope: pass user_id, agent_id and/or run_id")
-        try:
-            return cls(user_id=user_id, agent_id=agent_id, run_id=run_id)
-        except ValueError as exc:
-            raise ScopeError(f"invalid scope: {exc}") from None
+        for name, value in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+            if value is not None:
+                try:
+                    check_id(value, name)
+                except InvalidInputError as exc:
+                    raise ScopeError(f"invalid scope: {exc}") from None
+        return cls(user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     def items(self) -> list[tuple[str, str]]:
         """The fields that are set, as (name, value) pairs in a fixed order."""
@@ -273,24 +298,39 @@ class Message(BaseModel):
     @classmethod
     def _known_role(cls, value: str) -> str:
         if value not in {"user", "assistant", "system", "tool"}:
-            raise ValueError(f"unknown role {value!r}; use user, assistant, system or tool")
+            raise ValueError(f"unknown role {short(value)}; use user, assistant, system or tool")
         return value
 
 
 def parse_datetime(value: datetime | str | int | float, *, what: str) -> datetime:
-    """Accept datetimes, ISO strings and Unix seconds; always return aware UTC."""
+    """Accept datetimes, ISO strings and Unix seconds; always return aware UTC, within the years
+    1 to 9999 once in UTC (what both backends store), or raise :class:`InvalidInputError`."""
+    expected = "a datetime, ISO-8601 string or Unix seconds"
     if isinstance(value, datetime):
-        return to_utc(value)
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{what} must be a datetime, ISO-8601 string or Unix seconds")
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(float(value), UTC)
-    if isinstance(value, str):
+        when = value
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real | str):
+        raise InvalidInputError(f"{what} must be {expected}, got {type(value).__name__}")
+    elif isinstance(value, numbers.Real):
+        seconds = float(value) if abs(value) < 1e300 else math.inf
+        if not math.isfinite(seconds):
+            raise InvalidInputError(f"{what}={short(value)} is not a finite number of Unix seconds")
         try:
-            return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            hint = " (milliseconds? divide by 1000)" if 0 < seconds < 1e17 else ""
+            raise InvalidInputError(f"{what}={short(value)} Unix seconds is outside the years 1 to 9999{hint}"
+                                    ) from None
+    else:
+        try:
+            if len(value) > _MAX_ISO_CHARS:
+                raise ValueError
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            pass
-    raise InvalidInputError(f"{what}={value!r} is not a datetime, ISO-8601 string or Unix seconds")
+            raise InvalidInputError(f"{what}={short(value)} is not {expected}") from None
+    try:
+        return to_utc(when)
+    except OverflowError:
+        raise InvalidInputError(f"{what}={short(value)} is outside the years 1 to 9999 in UTC") from None
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -17,7 +17,7 @@ def create_embedder(config: EmbedderConfig) -> Embedder:
     provider = config.provider
     reason = "configured"
     if provider == "auto":
-        if config.api_key or os.environ.get("OPENAI_API_KEY"):
+        if (config.api_key and config.api_key.get_secret_value()) or os.environ.get("OPENAI_API_KEY"):
             provider, reason = "openai", "an OpenAI API key is set"
         elif local.available():
             provider, reason = "sentence-transformers", "sentence-transformers is installed"

@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 import openai
 
-from ..config import EmbedderConfig
+from ..config import EmbedderConfig, display_uri
 from ..errors import EmbeddingError
 from .base import Embedder
 
@@ -16,14 +16,18 @@ from .base import Embedder
 class OpenAIEmbedder(Embedder):
     def __init__(self, config: EmbedderConfig) -> None:
         self.model = config.model or "text-embedding-3-small"
-        self._client = openai.OpenAI(
-            api_key=config.api_key or None, base_url=config.base_url,
+        key = config.api_key.get_secret_value() if config.api_key is not None else None
+        self._client = openai.OpenAI(  # no key: the client reads OPENAI_API_KEY
+            api_key=key or None, base_url=config.base_url,
             timeout=config.timeout_s, max_retries=config.max_retries,
         )
         self._batch = config.batch_size
         self._dims_param = config.dims
         self.dims = config.dims or self._probe()
         self.name = f"openai:{self.model}:{self.dims}"
+
+    def _where(self) -> str:
+        return display_uri(str(self._client.base_url))
 
     def _probe(self) -> int:
         return int(self._request(["dimension probe"]).shape[1])
@@ -35,9 +39,9 @@ class OpenAIEmbedder(Embedder):
             rows = sorted(response.data, key=lambda d: d.index)
             matrix = np.asarray([r.embedding for r in rows], dtype=np.float32)
         except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding model {self.model!r} at {self._client.base_url} failed: {exc}") from exc
+            raise EmbeddingError(f"embedding model {self.model!r} at {self._where()} failed: {exc}") from exc
         except (ValueError, TypeError, AttributeError) as exc:  # a body that is not an embeddings response
-            raise EmbeddingError(f"{self._client.base_url} sent a malformed embeddings response: {exc}") from exc
+            raise EmbeddingError(f"{self._where()} sent a malformed embeddings response: {exc}") from exc
         if matrix.ndim != 2 or len(matrix) != len(texts):
             raise EmbeddingError(f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts")
         return matrix

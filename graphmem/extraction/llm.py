@@ -264,7 +264,8 @@ class LLMExtractor(Extractor):
         self.name = f"llm:{config.model}"
         if client is None:
             local = config.base_url or os.environ.get("OPENAI_BASE_URL")
-            key = config.api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if local else None)
+            given = config.api_key.get_secret_value() if config.api_key is not None else None
+            key = given or os.environ.get("OPENAI_API_KEY") or ("unused" if local else None)
             if key is None:
                 raise ConfigError("llm.provider is 'openai' but no API key is set: set llm.api_key or OPENAI_API_KEY "
                                   "(or llm.base_url for a local server that needs no key)")

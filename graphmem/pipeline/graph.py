@@ -18,25 +18,40 @@ commits in one transaction together with the memories.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ..embedding import Embedder
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, clip, short
 from ..models import Entity, EventType, HistoryEvent, QuarantineEntry, Relation, Scope, clean_text, norm_name
 from ..models import parse_datetime as _parse_dt
 from ..ontology import Guard, Ontology, Triple, TypedLiteral, Verdict
-from ..stores.base import GraphContext, GraphWrite, NewEntity, Store
+from ..stores.base import GraphContext, GraphWrite, NewEntity, Store, entity_state
 
 Literal_ = str | int | float | bool
+MAX_NAME_CHARS = 1000
+"""Default bound of a triple's names (``limits.max_entity_chars``; validation context ``max_chars``)."""
+_INT64 = 2**63
+
+
+def _name_limit(info: ValidationInfo) -> int:
+    context = info.context if isinstance(info.context, dict) else {}
+    limit = context.get("max_chars", MAX_NAME_CHARS)
+    return limit if isinstance(limit, int) else MAX_NAME_CHARS
 
 
 class TripleInput(BaseModel):
-    """One caller-supplied fact. Names may be IRIs, prefixed or local names, labels or synonyms."""
+    """One caller-supplied fact. Names may be IRIs, prefixed or local names, labels or synonyms.
+
+    Every field is checked here, whoever made the triple (caller, extractor, repair round): an entity
+    name is text like a memory's (valid Unicode, no control characters, not empty, bounded), and a
+    literal target a value both backends store the same way.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -49,25 +64,74 @@ class TripleInput(BaseModel):
 
     @field_validator("source", "relation", "source_type", "target_type")
     @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        return None if value is None else clean_text(value, what="triple field", max_chars=1000)
+    def _text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        return clean_text(value, what=info.field_name or "triple field", max_chars=_name_limit(info),
+                          setting="limits.max_entity_chars")
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: Literal_, info: ValidationInfo) -> Literal_:
+        """An entity name (text), or a literal: a boolean, a 64-bit integer or a finite float."""
+        if isinstance(value, str):
+            return clean_text(value, what="target", max_chars=_name_limit(info), setting="limits.max_entity_chars")
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            if not -_INT64 <= value < _INT64:
+                raise ValueError(f"target {short(value)} does not fit in 64 bits")
+            return int(value)
+        if not math.isfinite(value):
+            raise ValueError(f"target {value!r} is not a finite number")
+        return float(value)
+
+    @field_validator("valid_from")
+    @classmethod
+    def _valid_from(cls, value: datetime | str | None) -> datetime | str | None:
+        """Kept as given (the quarantine shows what was said), but it must be a time both backends hold."""
+        if value is not None:
+            _parse_dt(value, what="valid_from")
+        return value
 
     def as_given(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
 
-def parse_triples(triples: Sequence[dict[str, Any] | TripleInput] | None) -> list[TripleInput]:
+def parse_triples(triples: object, *, max_chars: int = MAX_NAME_CHARS,
+                  max_count: int | None = None) -> list[TripleInput]:
+    """A caller's ``triples`` argument, each checked (names at most ``max_chars``, at most
+    ``max_count`` triples), with short messages naming the triple and field at fault."""
     if triples is None:
         return []
-    if not isinstance(triples, Sequence) or isinstance(triples, str | bytes | dict):
-        raise InvalidInputError("triples must be a list of dicts with source, relation and target")
+    if not isinstance(triples, Sequence) or isinstance(triples, str | bytes | bytearray):
+        raise InvalidInputError(f"triples must be a list of dicts with source, relation and target, "
+                                f"got {type(triples).__name__}")
+    if max_count is not None and len(triples) > max_count:
+        raise InvalidInputError(f"{len(triples)} triples in one add; the limit is {max_count} (limits.max_batch)")
     out = []
     for i, t in enumerate(triples):
+        if isinstance(t, TripleInput):
+            t = t.model_dump()  # checked again: it may have been built without validation, or other limits
+        if not isinstance(t, dict):
+            raise InvalidInputError(f"triples[{i}] must be a dict with source, relation and target, "
+                                    f"got {type(t).__name__}")
         try:
-            out.append(t if isinstance(t, TripleInput) else TripleInput.model_validate(t))
-        except (ValidationError, InvalidInputError) as exc:
-            raise InvalidInputError(f"triples[{i}] is not a valid triple: {exc}") from None
+            out.append(TripleInput.model_validate(t, context={"max_chars": max_chars}))
+        except ValidationError as exc:
+            raise InvalidInputError(f"triples[{i}] is not a valid triple: {triple_problems(exc)}") from None
     return out
+
+
+def triple_problems(exc: ValidationError) -> str:
+    """pydantic's errors in one short line (its own text repeats every input value in full)."""
+    seen: dict[str, str] = {}
+    for e in exc.errors(include_url=False):
+        loc = [str(p) for p in e.get("loc", ())]
+        field_name = loc[0] if loc else "triple"
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        seen.setdefault(field_name, clip(msg))  # a union reports each branch: keep the first
+    return "; ".join(f"{k}: {v}" for k, v in seen.items())
 
 
 @dataclass
@@ -259,6 +323,8 @@ class GraphPlanner:
         ends = {e.id for it in items for e in (it.source, it.target) if e is not None}
         stored_ids = [i for i in by_id if i in ends and i not in new_ids]  # not the mention-only ones
         ctx = self.store.graph_context(scope, stored_ids) if stored_ids else GraphContext()
+        expect = result.change.expect
+        expect.entities.update({i: entity_state(ctx, i) for i in stored_ids})
         if replacing is not None:
             ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
         groups, replaced = self._functional_groups(items, ctx)
@@ -285,6 +351,10 @@ class GraphPlanner:
                 verdicts[i] = v
         final = [v for v in verdicts if v is not None]
         self._settle(items, final, groups, ctx)
+        for it in items:  # a closed fact's other end changes too: the store locks it
+            for r in it.closes:
+                if r.target_id:
+                    expect.entities.setdefault(r.target_id, "")
         result.verdicts = final
         used: set[str] = set()
         pairs: set[tuple[str, str]] = set()
@@ -308,6 +378,8 @@ class GraphPlanner:
             change.entities = [NewEntity(e, v) for e, v in zip(fresh, vectors, strict=True)]
         change.entity_updates = [e for i, e in entities.items() if i in resolver.grown and i in used]
         change.mentions = sorted(pairs)
+        for eid in used - new_ids:  # mention-only stored entities: they must still exist at commit
+            expect.entities.setdefault(eid, "")
         return result
 
     # -- steps ------------------------------------------------------------------------------------

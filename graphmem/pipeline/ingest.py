@@ -46,6 +46,7 @@ from ..models import (
 )
 from ..stores.base import NewMemory, Store
 from .graph import GraphPlan, GraphPlanner, TripleInput
+from .retry import replanning
 
 log = logging.getLogger("graphmem")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -63,6 +64,8 @@ class Draft:
     chunk: int | None = None
     id: str | None = None
     event: EventType = EventType.ADD
+    hash: str = ""
+    """When a duplicate (event NONE) of a stored memory by exact text: that text's hash."""
 
 
 @dataclass
@@ -104,6 +107,8 @@ class _Extracted:
     mentions: list[Mention] = field(default_factory=list)
     contexts: list[ExtractionContext] = field(default_factory=list)
     extractions: list[Extraction] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    """What the extractor returned that failed validation, with the reason (``add`` reports it)."""
 
 
 def _word_pattern(name: str) -> re.Pattern[str]:
@@ -148,24 +153,39 @@ class Ingestor:
         else:
             drafts = [Draft(text, m.role, m.name, req.memory_type or MemoryType.SEMANTIC, req.event_time)
                       for m, text in texts]
-        vectors = self._deduplicate(req.scope, drafts, near=infer)
         facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
         if extracted is not None:
             facts += extracted.facts
-        plan = self._plan(req, drafts, facts, now, extracted)
-        if extracted is not None and plan.rejected and self.config.llm.repair:
-            plan = self._repair(req, drafts, facts, plan, extracted, now)
-        change = plan.change
-        fresh = [(d, v) for d, v in zip(drafts, vectors, strict=True) if d.event is EventType.ADD and v is not None]
-        change.memories = [NewMemory(self._record(req, d, now), v) for d, v in fresh]
-        change.events[:0] = [
-            HistoryEvent(memory_id=d.id or "", event=EventType.ADD, new_memory=d.text, user_id=req.scope.user_id,
-                         agent_id=req.scope.agent_id, run_id=req.scope.run_id, actor_id=d.actor_id, role=d.role,
-                         created_at=now)
-            for d, _ in fresh
-        ]
-        if change.memories or change.events or change.relations or change.quarantine:
-            self.store.write(req.scope, change)
+        embedded: dict[str, Any] = {}
+        repairs: dict[Any, list[ExtractedTriple]] = {}
+
+        def attempt() -> GraphPlan:
+            """Plan from the store's current state and write; the store refuses (ConflictError) when a
+            concurrent writer changed what the plan read, and the whole plan is made again."""
+            for d in drafts:
+                d.id, d.event = None, EventType.ADD
+            vectors = self._deduplicate(req.scope, drafts, near=infer, embedded=embedded)
+            plan = self._plan(req, drafts, facts, now, extracted)
+            if extracted is not None and plan.rejected and self.config.llm.repair:
+                plan = self._repair(req, drafts, facts, plan, extracted, now, repairs)
+            change = plan.change
+            fresh = [(d, v) for d, v in zip(drafts, vectors, strict=True)
+                     if d.event is EventType.ADD and v is not None]
+            change.memories = [NewMemory(self._record(req, d, now), v) for d, v in fresh]
+            change.events[:0] = [
+                HistoryEvent(memory_id=d.id or "", event=EventType.ADD, new_memory=d.text, user_id=req.scope.user_id,
+                             agent_id=req.scope.agent_id, run_id=req.scope.run_id, actor_id=d.actor_id, role=d.role,
+                             created_at=now)
+                for d, _ in fresh
+            ]
+            for d in drafts:  # a duplicate's memory is linked to: it must still exist at commit
+                if d.event is EventType.NONE and d.id:
+                    change.expect.memories.setdefault(d.id, d.hash or "")
+            if change.memories or change.events or change.relations or change.quarantine:
+                self.store.write(req.scope, change)
+            return plan
+
+        plan = replanning(self.config.store.conflict_retries, attempt)
         out: dict[str, Any] = {
             "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in drafts],
             "relations": plan.summary(),
@@ -173,16 +193,18 @@ class Ingestor:
         if extracted is not None:
             out["chunks"] = len(extracted.chunks)
             out["token_counter"] = extracted.counter
+            out["dropped"] = extracted.dropped
         return out
 
-    def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> GraphPlan:
-        """The graph facts an updated memory's new text states, planned to replace its old ones."""
+    def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> Callable[[], GraphPlan]:
+        """Extract an updated memory's new text once; the returned function plans its graph facts
+        (to replace the old ones) from the store's current state, again after each write conflict."""
         message = Message(role=memory.role or "user", content=text, name=memory.actor_id)
         req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
         extracted = self._extract(req, [(message, text)], now)
-        return self.planner().plan(scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time,
-                                   replacing=memory.id, aliases=extracted.aliases,
-                                   mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
+        return lambda: self.planner().plan(
+            scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time, replacing=memory.id,
+            aliases=extracted.aliases, mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
 
     # -- steps ------------------------------------------------------------------------------------
     def _record(self, req: AddRequest, d: Draft, now: datetime) -> MemoryRecord:
@@ -193,24 +215,28 @@ class Ingestor:
             expires_at=req.expires_at,
         )
 
-    def _deduplicate(self, scope: Scope, drafts: list[Draft], *, near: bool) -> list[Any]:
+    def _deduplicate(self, scope: Scope, drafts: list[Draft], *, near: bool, embedded: dict[str, Any]) -> list[Any]:
         """Give every draft an id: an existing memory's (exact or, for extracted text, near-duplicate:
-        event NONE) or a new one. Returns the embeddings of the new ones (``None`` for duplicates)."""
+        event NONE) or a new one. Returns the embeddings of the new ones (``None`` for duplicates).
+        ``embedded``: text -> vector, kept across re-plans of one write so nothing is embedded twice."""
         hashes = [text_hash(d.text) for d in drafts]
         existing = self.store.find_hashes(scope, list(dict.fromkeys(hashes)))
         for d, h in zip(drafts, hashes, strict=True):
             if h in existing:
-                d.id, d.event = existing[h], EventType.NONE
+                d.id, d.event, d.hash = existing[h], EventType.NONE, h
             else:
                 d.id = existing[h] = new_id()
         new = [d for d in drafts if d.event is EventType.ADD]
-        matrix = self.embedder.embed([d.text for d in new]) if new else np.zeros((0, self.embedder.dims), np.float32)
+        todo = list(dict.fromkeys(d.text for d in new if d.text not in embedded))
+        if todo:
+            embedded.update(zip(todo, self.embedder.embed(todo), strict=True))
+        matrix = np.stack([embedded[d.text] for d in new]) if new else np.zeros((0, self.embedder.dims), np.float32)
         by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
         threshold = self.config.dedup.memory_similarity
         if near and threshold < 1.0 and new:
             for d, hit in zip(new, self.store.nearest(scope, matrix), strict=True):
                 if hit is not None and hit[1] >= threshold:
-                    d.id, d.event = hit[0], EventType.NONE
+                    d.id, d.event, d.hash = hit[0], EventType.NONE, ""
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime,
@@ -225,10 +251,11 @@ class Ingestor:
         )
 
     def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
-                ex: _Extracted, now: datetime) -> GraphPlan:
+                ex: _Extracted, now: datetime, asked: dict[Any, list[ExtractedTriple]]) -> GraphPlan:
         """One re-ask per chunk with the SHACL messages, then one more plan of the accepted facts plus
         the corrections. The first round's rejected triples stay quarantined either way: what the
-        model first said is kept with its reasons, never lost."""
+        model first said is kept with its reasons, never lost. ``asked``: the model's answers by
+        chunk and rejections, so a re-plan after a write conflict asks again only what changed."""
         extractor = self.extractor()
         rejected = [i for i, v in enumerate(first.verdicts) if not v.accepted and facts[i].chunk is not None]
         by_chunk: dict[int, list[int]] = {}
@@ -238,7 +265,10 @@ class Ingestor:
         for c, idx in by_chunk.items():
             rejections = [Rejection(_as_extracted(facts[i].triple), tuple(first.verdicts[i].reasons())) for i in idx]
             provenance = sorted({d for i in idx for d in facts[i].drafts})
-            for t in extractor.repair(ex.chunks[c], ex.contexts[c], ex.extractions[c], rejections):
+            question = (c, tuple((r.triple.model_dump_json(), r.reasons) for r in rejections))
+            if question not in asked:
+                asked[question] = extractor.repair(ex.chunks[c], ex.contexts[c], ex.extractions[c], rejections)
+            for t in asked[question]:
                 try:
                     triple = TripleInput(source=t.source, relation=t.relation, target=t.target,
                                          valid_from=_maybe_iso(t.valid_from))
@@ -280,12 +310,24 @@ class Ingestor:
 
     def _collect(self, req: AddRequest, c: int, roles: dict[str, str], ctx: ExtractionContext,
                  result: Extraction, out: _Extracted) -> None:
+        """Turn one chunk's extraction into drafts, mentions and facts. What fails validation is
+        dropped but reported (``out.dropped``, shown in the add result), never lost silently."""
+        from pydantic import ValidationError
+
+        from ..errors import clip
+        from .graph import triple_problems
+
+        def shown(text: object) -> str:  # printable and JSON-safe, however broken the text is
+            return clip(str(text).encode("utf-8", "backslashreplace").decode("utf-8"), 100)
+
+        limits = self.config.limits
         first = len(out.drafts)
         for m in result.memories:
             try:
-                text = clean_text(m.text, what="extracted memory", max_chars=self.config.limits.max_memory_chars)
+                text = clean_text(m.text, what="extracted memory", max_chars=limits.max_memory_chars)
             except InvalidInputError as exc:
                 log.warning("extracted memory dropped: %s", exc)
+                out.dropped.append({"memory": shown(m.text), "reason": str(exc), "chunk": c})
                 continue
             when = _maybe_time(m.event_time)
             speaker = m.attributed_to
@@ -314,10 +356,15 @@ class Ingestor:
         for t in result.triples:
             src, tgt = rename.get(t.source, t.source), rename.get(t.target, t.target)
             try:
-                triple = TripleInput(source=src, relation=t.relation, target=tgt, valid_from=_maybe_iso(t.valid_from),
-                                     source_type=types.get(norm_name(src)), target_type=types.get(norm_name(tgt)))
+                triple = TripleInput.model_validate(
+                    {"source": src, "relation": t.relation, "target": tgt, "valid_from": _maybe_iso(t.valid_from),
+                     "source_type": types.get(norm_name(src)), "target_type": types.get(norm_name(tgt))},
+                    context={"max_chars": limits.max_entity_chars})
             except (ValueError, InvalidInputError) as exc:
-                log.warning("extracted triple dropped, not a valid triple: %s", exc)
+                reason = triple_problems(exc) if isinstance(exc, ValidationError) else str(exc)
+                log.warning("extracted triple dropped, not a valid triple: %s", reason)
+                out.dropped.append({"triple": {"source": shown(src), "relation": shown(t.relation),
+                                               "target": shown(tgt)}, "reason": reason, "chunk": c})
                 continue
             drafts = [first + t.memory] if t.memory is not None and 0 <= t.memory < count else everything
             out.facts.append(Fact(triple, drafts or everything, c))

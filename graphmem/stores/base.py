@@ -8,6 +8,7 @@ entirely or not at all.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +135,52 @@ class NewEntity:
 
 
 @dataclass
+class Expectations:
+    """What a plan read from the store and relied on, checked again inside the write transaction.
+
+    Why: a write is planned (dedup, entity resolution, conflict resolution, the SHACL guard) from
+    reads made before its transaction, and a concurrent writer may change that state in between.
+    The store checks these inside the transaction, after locking what they name, and raises
+    :class:`~graphmem.errors.ConflictError` when anything moved; the pipeline then plans again. New
+    identities (an entity's scope and name, a memory's scope and text) need no entry: the store's
+    uniqueness constraints refuse a second one, which is a conflict too.
+    """
+
+    entities: dict[str, str] = field(default_factory=dict)
+    """Stored entity id -> its :func:`entity_state` when planned (``""``: it only has to exist)."""
+    memories: dict[str, str] = field(default_factory=dict)
+    """Stored memory id -> its text hash: memories the write links to (a duplicate's, provenance)."""
+
+    def merge(self, other: Expectations) -> None:
+        for eid, state in other.entities.items():
+            if state or eid not in self.entities:
+                self.entities[eid] = state
+        self.memories.update(other.memories)
+
+
+def entity_state(ctx: GraphContext, entity_id: str) -> str:
+    """A digest of what the guard and the conflict resolver read about one entity: its classes and
+    aliases, and each open fact touching it with the classes of the fact's other end."""
+    ent = ctx.entities.get(entity_id)
+    if ent is None:
+        return "missing"
+    parts = [",".join(sorted(ent.classes)), "\x1f".join(sorted(ent.aliases))]
+    for r in sorted(ctx.relations, key=lambda r: r.id):
+        if entity_id not in (r.source_id, r.target_id):
+            continue
+        other = r.target_id if r.source_id == entity_id else r.source_id
+        peer = ctx.entities.get(other) if other else None
+        parts.append(f"{r.id}:{','.join(sorted(peer.classes)) if peer else ''}")
+    return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def stale_entities(expect: Expectations, ctx: GraphContext) -> list[str]:
+    """Entities of ``expect`` whose state in ``ctx`` (read inside the write) is not the planned one."""
+    return [eid for eid, state in expect.entities.items()
+            if (eid not in ctx.entities) or (state and entity_state(ctx, eid) != state)]
+
+
+@dataclass
 class GraphWrite:
     """Everything one logical write changes, applied by :meth:`Store.write` in one transaction."""
 
@@ -154,6 +201,8 @@ class GraphWrite:
     released: list[str] = field(default_factory=list)
     """Quarantine entries whose triples this write stores after a passing recheck."""
     events: list[HistoryEvent] = field(default_factory=list)
+    expect: Expectations = field(default_factory=Expectations)
+    """Checked inside the transaction before anything is written (see :class:`Expectations`)."""
 
 
 @dataclass

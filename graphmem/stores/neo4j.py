@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -52,12 +53,16 @@ from neo4j import (
 )
 from neo4j import exceptions as neo4j_errors
 
-from ..config import SearchConfig, StoreConfig
+from ..config import SearchConfig, StoreConfig, display_uri
 from ..errors import (
     ConfigError,
+    ConflictError,
+    DuplicateMemoryError,
     GraphmemError,
     InvalidInputError,
+    QueryTimeoutError,
     ReadOnlyError,
+    RowLimitError,
     SchemaMismatchError,
     StoreError,
     StoreUnavailableError,
@@ -75,10 +80,12 @@ from ..models import (
     build_record,
     to_utc,
 )
+from . import neo4j_cypher as analyst
 from . import neo4j_graph as graph
 from .base import (
     SEED_MIN_COSINE,
     Candidates,
+    Expectations,
     GraphContext,
     GraphQuery,
     GraphWrite,
@@ -92,6 +99,7 @@ from .base import (
     WriteResult,
     merge_patch,
     seed_ids,
+    stale_entities,
 )
 from .neo4j_graph import HINT_ORDER, exact_scope_where, scope_where
 from .text import lucene_query
@@ -534,7 +542,7 @@ _INSERT_MEMORIES_PROC: Final = """
 UNWIND $rows AS r
 CREATE (m:Memory)
 SET m = r.props
-WITH m, r
+WITH m, r WHERE r.vec IS NOT NULL
 CALL db.create.setNodeVectorProperty(m, 'embedding', r.vec)
 """
 _INSERT_MEMORIES_SET: Final = """
@@ -549,10 +557,13 @@ SET h = r
 """
 # One DELETE event per memory, then the memory with its relationships (MENTIONS and later ones).
 # The entities it mentioned come back, for the graph cleanup that follows in the same transaction.
+# The memory's lock is taken before its mentions are read: a writer linking facts to it holds that
+# lock from its check to its commit, so the mentions read here include what it linked.
 _DELETE_BY_IDS: Final = """
 UNWIND $ids AS id
 MATCH (m:Memory {{id: id}})
 WHERE {scope}
+SET m._lock = true REMOVE m._lock
 CREATE (:HistoryEvent {{id: randomUUID(), memory_id: m.id, event: 'DELETE', old_memory: m.memory,
     user_id: m.user_id, agent_id: m.agent_id, run_id: m.run_id, actor_id: m.actor_id, role: m.role,
     created_at: $at, details: '{{}}'}})
@@ -572,6 +583,39 @@ RETURN entities
 """
 
 _QUERY_KIND: Final = {"rw": "read and write", "w": "write", "s": "change the schema"}
+_BUILTIN_FUNCTIONS: Final = (
+    "SHOW FUNCTIONS YIELD name, isBuiltIn WHERE isBuiltIn AND toLower(name) IN $names RETURN toLower(name) AS name"
+)
+
+
+def _analyst_failure(exc: neo4j_errors.Neo4jError, timeout: float) -> GraphmemError | None:
+    """What an analyst query's server error means to the analyst: a timeout or a fault of the
+    query itself get their own type (the server's message cut short); ``None``: ``_errors`` maps it."""
+    code, message = exc.code or "", exc.message or str(exc)
+    message = message if len(message) <= 300 else message[:299] + "…"  # it quotes the whole query
+    if "TransactionTimedOut" in code:
+        return QueryTimeoutError(
+            f"the analyst query ran longer than store.cypher_timeout_s = {timeout:g} s, so Neo4j stopped it; "
+            "narrow it (a LIMIT, a more selective MATCH) or raise store.cypher_timeout_s "
+            "(GRAPHMEM_STORE__CYPHER_TIMEOUT_S)"
+        )
+    if code == "Neo.ClientError.Statement.AccessMode":
+        return ReadOnlyError(f"graphmem's Cypher access is read-only: {message}")
+    if code.startswith(("Neo.ClientError.Statement.", "Neo.ClientError.Procedure.")):
+        return InvalidInputError(f"Neo4j refused the analyst query: {message}")
+    return None
+
+
+@contextmanager
+def _conflicts() -> Iterator[None]:
+    """A second memory or entity with the same identity (its uniqueness constraint): a concurrent
+    writer created it first, so this write's plan is out of date."""
+    try:
+        yield
+    except neo4j_errors.ConstraintError as exc:
+        if "identity" not in (exc.message or ""):
+            raise
+        raise ConflictError(f"a concurrent write stored the same memory or entity first ({exc.message})") from exc
 
 
 def _plain(value: Any) -> Any:
@@ -622,7 +666,7 @@ class Neo4jStore(Store):
 
     def _unreachable(self, exc: BaseException) -> str:
         return (
-            f"cannot reach Neo4j at {self._cfg.uri} ({exc}); start the development server with "
+            f"cannot reach Neo4j at {display_uri(self._cfg.uri)} ({exc}); start the development server with "
             "`make neo4j-start`, or point store.uri (GRAPHMEM_STORE__URI, NEO4J_URI in the tests) "
             "at a running Neo4j 5.26+"
         )
@@ -637,22 +681,31 @@ class Neo4jStore(Store):
         except neo4j_errors.AuthError as exc:
             missing = " (no password is configured)" if self._cfg.password is None else ""
             raise StoreUnavailableError(
-                f"Neo4j at {self._cfg.uri} refused the credentials of user {self._cfg.user!r}{missing}: "
+                f"Neo4j at {display_uri(self._cfg.uri)} refused the credentials of user {self._cfg.user!r}{missing}: "
                 f"{exc.message}; set store.password (GRAPHMEM_STORE__PASSWORD) to that user's password"
             ) from exc
-        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
-            suffix = "; nothing was written" if write else ""
-            raise StoreUnavailableError(self._unreachable(exc) + suffix) from exc
-        except neo4j_errors.IncompleteCommit as exc:
+        except neo4j_errors.IncompleteCommit as exc:  # a ServiceUnavailable, so caught before it
             raise StoreError(
                 f"Neo4j {what}: the connection broke during commit, so whether it was written is "
                 f"unknown ({exc}); check before retrying"
             ) from exc
+        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
+            suffix = "; nothing was written" if write else ""
+            raise StoreUnavailableError(self._unreachable(exc) + suffix) from exc
+        except neo4j_errors.DatabaseUnavailable as exc:
+            # What a server that is shutting down (or stopping the database) answers to the
+            # transactions still running: like an unreachable server, nothing committed.
+            suffix = "; nothing was written" if write else ""
+            raise StoreUnavailableError(
+                f"Neo4j at {display_uri(self._cfg.uri)} stopped serving the database during {what} "
+                f"({exc.message}); retry once it is running again{suffix}"
+            ) from exc
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
             if isinstance(exc, neo4j_errors.Neo4jError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
                 raise StoreUnavailableError(
-                    f"Neo4j at {self._cfg.uri} has no database {self._cfg.database!r}; set store.database to "
-                    "an existing one, or leave it unset for the server default (Community has only 'neo4j')"
+                    f"Neo4j at {display_uri(self._cfg.uri)} has no database {self._cfg.database!r}; "
+                    "set store.database to an existing one, or leave it unset for the server default "
+                    "(Community has only 'neo4j')"
                 ) from exc
             suffix = "; nothing was written" if write else ""
             raise StoreError(f"Neo4j {what} failed: {exc}{suffix}") from exc
@@ -662,9 +715,28 @@ class Neo4jStore(Store):
             raise StoreError("the Neo4j store is not open; call open() first")
         return self._driver.session(database=self._cfg.database, default_access_mode=access_mode)
 
+    def _retrying(self, call: Callable[[], T]) -> T:
+        """Run ``call`` (one managed transaction) again after a transient failure: a deadlock, a
+        leader switch, a connection lost before commit.
+
+        Why not the driver's own retries (off: ``max_transaction_retry_time=0``): it waits about a
+        second before the first, and writers locking the same entities deadlock now and then, which
+        the server resolves at once by failing one of them. A pause of milliseconds, doubling,
+        jittered, within ``store.max_transaction_retry_s``, keeps such a write's cost small."""
+        deadline = time.monotonic() + self._cfg.max_transaction_retry_s
+        pause = 0.004
+        while True:
+            try:
+                return call()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not exc.is_retryable() or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(random.uniform(pause / 2, pause))
+            pause = min(2 * pause, 0.5)
+
     def _read(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._errors(what, write=False), self._session() as session:
-            return session.execute_read(work)
+            return self._retrying(lambda: session.execute_read(work))
 
     def _single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
         """One read query, one row, as an auto-commit READ transaction: RUN and PULL leave together,
@@ -679,28 +751,59 @@ class Neo4jStore(Store):
                 if not exc.is_retryable():
                     raise
             with self._session(READ_ACCESS) as session:
-                return session.execute_read(lambda tx: tx.run(query, params).single())
+                return self._retrying(lambda: session.execute_read(lambda tx: tx.run(query, params).single()))
 
     def _write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
-        with self._errors(what, write=True), self._session() as session:
-            return session.execute_write(work)
+        with self._errors(what, write=True), self._session() as session, _conflicts():
+            return self._retrying(lambda: session.execute_write(work))
 
     def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Read-only by construction: the planner must classify the query as read-only (``EXPLAIN``
-        reports its type) and it runs in a READ transaction, which the server also enforces."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("a Cypher query is a non-empty string")
-        args = dict(params or {})
-        with self._errors("analyst query", write=False), self._session() as session:
-            kind = session.run("EXPLAIN " + query, args).consume().query_type
-            if kind != "r":
-                would = _QUERY_KIND.get(str(kind), str(kind))
-                raise ReadOnlyError(
-                    f"graphmem's Cypher access is read-only, and this query would {would}; "
-                    "writes go through add/update/delete so that the ontology guard and provenance hold"
-                )
-            rows = session.execute_read(lambda tx: [r.data() for r in tx.run(query, args)])
+        """Analysts' Cypher, safe by default, because a READ transaction alone still lets a query
+        read server files and URLs (``LOAD CSV``), kill other sessions' transactions or call
+        procedures that change server state. ``EXPLAIN`` first, in the same transaction: the plan
+        must be a read (query type ``r``) with none of those (:mod:`.neo4j_cypher` decides from the
+        operators and the statement's tokens, never from text inside literals). The transaction's
+        server-side timeout is ``store.cypher_timeout_s``; reading stops past ``store.cypher_max_rows``."""
+        text = analyst.check_query(query)
+        args = analyst.check_params(params)
+        timeout, cap = self._cfg.cypher_timeout_s, self._cfg.cypher_max_rows
+        rows: list[dict[str, Any]] = []
+        with self._errors("analyst query", write=False), self._session(READ_ACCESS) as session:
+            try:
+                with session.begin_transaction(timeout=timeout, metadata={"app": "graphmem-cypher"}) as tx:
+                    summary = tx.run("EXPLAIN " + text, args).consume()
+                    analyst.check_plan(summary.plan, summary.database)
+                    if summary.query_type != "r":
+                        would = _QUERY_KIND.get(str(summary.query_type), str(summary.query_type))
+                        raise ReadOnlyError(
+                            f"graphmem's Cypher access is read-only, and this query would {would}; writes "
+                            "go through add/update/delete so that the ontology guard and provenance hold"
+                        )
+                    functions = analyst.check_statement(text)
+                    if functions:
+                        names = sorted(f.lower() for f in functions)
+                        analyst.check_functions(functions, {r["name"] for r in tx.run(_BUILTIN_FUNCTIONS, names=names)})
+                    for record in tx.run(text, args):
+                        if len(rows) >= cap:
+                            raise RowLimitError(
+                                f"the analyst query returns more than store.cypher_max_rows = {cap} rows; add a "
+                                "LIMIT (SKIP and LIMIT to page) or raise store.cypher_max_rows "
+                                "(GRAPHMEM_STORE__CYPHER_MAX_ROWS)"
+                            )
+                        rows.append(record.data())
+            except neo4j_errors.Neo4jError as exc:
+                failure = _analyst_failure(exc, timeout)
+                if failure is None:
+                    raise
+                raise failure from exc
         return [{k: _plain(v) for k, v in row.items()} for row in rows]
+
+    def stored_vector(self, vector: Vector, what: str) -> list[float] | None:
+        """An embedding to store, or ``None`` for a zero vector (a text without features, e.g. an
+        emoji for the hashing embedder): Neo4j's cosine index refuses those, so the node is stored
+        without one, which vector search skips, as its cosine of 0 ranks it last on SQLite."""
+        arr = self._vector(vector, what)
+        return arr if any(arr) else None
 
     def _vector(self, vector: Vector, what: str) -> list[float]:
         arr = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -720,10 +823,11 @@ class Neo4jStore(Store):
             scheme = self._cfg.uri.partition("://")[0].lower()
             if scheme not in _BOLT_SCHEMES:
                 raise ConfigError(
-                    f"store.uri {self._cfg.uri!r} is not a Bolt address; use bolt:// (one server) or "
+                    f"store.uri {display_uri(self._cfg.uri)!r} is not a Bolt address; use bolt:// (one server) or "
                     "neo4j:// (routing: clusters, Aura), with +s or +ssc for TLS"
                 )
-            auth = (self._cfg.user, self._cfg.password) if self._cfg.password is not None else None
+            password = self._cfg.password
+            auth = (self._cfg.user, password.get_secret_value()) if password is not None else None
             try:
                 driver = GraphDatabase.driver(
                     self._cfg.uri,
@@ -732,14 +836,18 @@ class Neo4jStore(Store):
                     # Bounds the Bolt handshake too (connection_timeout covers only the TCP connect), so
                     # a server that accepts but never answers fails within connect_timeout_s.
                     connection_acquisition_timeout=self._cfg.connect_timeout_s,
-                    max_transaction_retry_time=self._cfg.max_transaction_retry_s,
+                    max_transaction_retry_time=0,  # graphmem retries, sooner (see _retrying)
                     user_agent="graphmem",
                     # Unknown-property warnings fire for every optional field absent so far; they
                     # would drown real problems in the application's log.
                     notifications_min_severity=NotificationMinimumSeverity.OFF,
                 )
             except (neo4j_errors.ConfigurationError, ValueError) as exc:
-                raise ConfigError(f"invalid Neo4j store.uri {self._cfg.uri!r}: {exc}") from exc
+                # the driver's message repeats the URI it was given: name ours without credentials
+                raise ConfigError(
+                    f"invalid Neo4j store.uri {display_uri(self._cfg.uri)!r}: "
+                    f"{str(exc).replace(self._cfg.uri, display_uri(self._cfg.uri))}"
+                ) from None
             try:
                 with self._errors("connect", write=False):
                     driver.verify_connectivity()
@@ -760,14 +868,37 @@ class Neo4jStore(Store):
                     if "EquivalentSchemaRuleAlreadyExists" not in (exc.code or ""):
                         raise
             session.execute_write(self._write_meta, embedder, dims)
+            self._identity_schema(session)
             self._check_meta(session, embedder, dims)
             session.run("CALL db.awaitIndexes()").consume()
             self._exact_index = self._index_is_exact(session)
         self._dims = dims
         return StoreInfo(backend="neo4j", location=self._location(), embedder=embedder, dims=dims)
 
+    def _identity_schema(self, session: Session) -> None:
+        """Give nodes of stores from before identity constraints their ``identity`` (once), then create
+        the constraints. Where concurrent writers of an earlier graphmem left duplicates, the oldest
+        node of each gets the identity (reads already resolve a name or text to the oldest) and the
+        others none: they stay as they are, and no new duplicate can be written."""
+        done = session.run("MATCH (g:GraphmemMeta {key: 'schema'}) RETURN g.identity AS done").single()
+        if done is None or not done["done"]:
+            for label, key in (("Entity", "key"), ("Memory", "hash")):
+                session.run(
+                    f"MATCH (n:{label}) WHERE n.identity IS NULL AND n.{key} IS NOT NULL "
+                    f"WITH {graph.identity_cypher('n', key)} AS identity, n ORDER BY n.created_at, n.seq, n.id "
+                    "WITH identity, head(collect(n)) AS first "
+                    "CALL (first, identity) { SET first.identity = identity } IN TRANSACTIONS OF 10000 ROWS"
+                ).consume()
+            session.run("MATCH (g:GraphmemMeta {key: 'schema'}) SET g.identity = 1").consume()
+        for statement in graph.IDENTITY_CONSTRAINTS.values():
+            try:
+                session.run(statement).consume()
+            except neo4j_errors.ClientError as exc:
+                if "EquivalentSchemaRuleAlreadyExists" not in (exc.code or ""):
+                    raise
+
     def _location(self) -> str:
-        return self._cfg.uri + (f" (database {self._cfg.database})" if self._cfg.database else "")
+        return display_uri(self._cfg.uri) + (f" (database {self._cfg.database})" if self._cfg.database else "")
 
     def _check_meta(self, session: Session, embedder: str, dims: int) -> None:
         row = session.execute_read(
@@ -929,7 +1060,8 @@ class Neo4jStore(Store):
             if isinstance(value, str) and _needs_fold(value):
                 props[FOLD_PREFIX + name] = value.casefold()
         props.update(mirror_properties(metadata))
-        return {"props": props, "vec": self._vector(new.vector, f"embedding of memory {rec.id}")}
+        props["identity"] = graph.identity(rec.user_id, rec.agent_id, rec.run_id, rec.hash)
+        return {"props": props, "vec": self.stored_vector(new.vector, f"embedding of memory {rec.id}")}
 
     def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
         """All rows in one transaction, sent as ``UNWIND`` batches of ``write_batch_size``."""
@@ -965,13 +1097,37 @@ class Neo4jStore(Store):
             graph.rel_type(rel.relation)
 
         def work(tx: ManagedTransaction) -> WriteResult:
-            self._insert_rows(tx, memory_rows, event_rows)
-            return graph.write_graph(
-                tx, scope, change, batch=self._cfg.write_batch_size, vector=self._vector,
-                vector_proc=_VECTOR_WRITE_PROC,
-            )
+            self._check(tx, scope, change.expect)
+            with _conflicts():
+                self._insert_rows(tx, memory_rows, event_rows)
+                return graph.write_graph(
+                    tx, scope, change, batch=self._cfg.write_batch_size, vector=self.stored_vector,
+                    vector_proc=_VECTOR_WRITE_PROC,
+                )
 
         return self._write("write", work)
+
+    def _check(self, tx: ManagedTransaction, scope: Scope, expect: Expectations) -> None:
+        """Lock what the plan read (in id order), then compare it with what is stored now.
+
+        Why the lock: Neo4j reads committed data without holding it, so a check alone could pass
+        while another writer is about to commit a change. Every writer takes these node locks from
+        its check to its commit, so writers that read the same entities or memories serialize, and
+        whichever commits second sees the first's change here and plans again."""
+        if expect.memories:
+            params: dict[str, Any] = {"ids": sorted(expect.memories)}
+            query = (f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {scope_where(scope, 'm', params)} "
+                     "SET m._lock = true REMOVE m._lock RETURN m.id AS id, m.hash AS hash")
+            found = {r["id"]: r["hash"] for r in tx.run(query, params)}
+            gone = [i for i, h in expect.memories.items() if i not in found or (h and found[i] != h)]
+            if gone:
+                raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
+        if expect.entities:
+            ids = sorted(expect.entities)
+            tx.run(graph.LOCK_ENTITIES, ids=ids).consume()
+            stale = stale_entities(expect, graph.graph_context(tx, scope, ids))
+            if stale:
+                raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
     def update(
         self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
@@ -982,7 +1138,7 @@ class Neo4jStore(Store):
             ([self._memory_row(m) for m in relink.memories], [_history_props(e) for e in relink.events])
             if relink is not None else None
         )
-        vec = self._vector(patch.vector, "embedding of the update") if patch.vector is not None else None
+        vec = self.stored_vector(patch.vector, "embedding of the update") if patch.vector is not None else None
         params: dict[str, Any] = {"id": memory_id}
         where = scope_where(scope, "m", params)
         # SET then REMOVE a dummy property takes the node's write lock before anything is read, so
@@ -993,8 +1149,10 @@ class Neo4jStore(Store):
             f"RETURN {_MEMORY_PROJ} AS rec, "
             "[k IN keys(m) WHERE " + " OR ".join(f"k STARTS WITH '{p}'" for p in _MIRROR_PREFIXES) + "] AS mirrored"
         )
-        if vec is None:
+        if patch.vector is None:
             vector_clause = ""
+        elif vec is None:
+            vector_clause = "REMOVE m.embedding "
         elif _VECTOR_WRITE_PROC:
             vector_clause = "WITH m CALL db.create.setNodeVectorProperty(m, 'embedding', $vec) "
         else:
@@ -1008,6 +1166,16 @@ class Neo4jStore(Store):
             if row is None:
                 return None
             old = _record(row["rec"])
+            if relink is not None:
+                self._check(tx, scope, relink.expect)
+            identity = None
+            if patch.hash is not None and patch.hash != old.hash:
+                identity = graph.identity(old.user_id, old.agent_id, old.run_id, patch.hash)
+                twin = tx.run("MATCH (t:Memory {identity: $identity}) WHERE t.id <> $id RETURN t.id AS id LIMIT 1",
+                              identity=identity, id=memory_id).single()
+                if twin is not None:
+                    raise DuplicateMemoryError(
+                        f"memory {twin['id']} of this scope already has that text; delete one of them instead")
             metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
             metadata, metadata_json = _normalize_metadata(metadata, "metadata of the update")
             mirror = mirror_properties(metadata)
@@ -1019,6 +1187,8 @@ class Neo4jStore(Store):
                 props["memory"] = patch.text
             if patch.hash is not None:
                 props["hash"] = patch.hash
+            if identity is not None:
+                props["identity"] = identity
             new = old.model_copy(
                 update={
                     "memory": patch.text if patch.text is not None else old.memory,
@@ -1041,14 +1211,18 @@ class Neo4jStore(Store):
                 created_at=to_utc(patch.updated_at),
                 details={"metadata": patch.metadata} if patch.metadata is not None else {},
             )
-            tx.run(write_back, id=memory_id, props=props, vec=vec, event=_history_props(event)).consume()
-            if relink is not None and relink_rows is not None:
-                mentioned = tx.run(_UNLINK_MEMORY, id=memory_id).single()
-                graph.forget_memories(tx, scope, [memory_id], mentioned["entities"] if mentioned else [],
-                                      self._cfg.write_batch_size)
-                self._insert_rows(tx, *relink_rows)
-                graph.write_graph(tx, scope, relink, batch=self._cfg.write_batch_size, vector=self._vector,
-                                  vector_proc=_VECTOR_WRITE_PROC)
+            with _conflicts():
+                tx.run(write_back, id=memory_id, props=props, vec=vec, event=_history_props(event)).consume()
+                if relink is not None and relink_rows is not None:
+                    # the old text's support goes; entities left without any are dropped only after the
+                    # new text's facts are written (an entity both texts name stays)
+                    mentioned = tx.run(_UNLINK_MEMORY, id=memory_id).single()
+                    left = graph.forget_memories(tx, scope, [memory_id], mentioned["entities"] if mentioned else [],
+                                                 self._cfg.write_batch_size, drop_orphans=False)
+                    self._insert_rows(tx, *relink_rows)
+                    graph.write_graph(tx, scope, relink, batch=self._cfg.write_batch_size,
+                                      vector=self.stored_vector, vector_proc=_VECTOR_WRITE_PROC)
+                    graph.drop_orphans_of(tx, left, self._cfg.write_batch_size)
             return new
 
         return self._write("update", work)
@@ -1204,12 +1378,23 @@ class Neo4jStore(Store):
 
     # ---------------------------------------------------------------------------------- graph reads
 
-    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+    def _directions(self, vectors: Vector, what: str) -> tuple[list[list[float]], list[int]]:
+        """The rows of ``vectors`` that have a direction, and their positions. Neo4j's cosine refuses a
+        zero vector (a text the embedder found no features in): such a row is similar to nothing,
+        as its cosine of 0 with everything says on SQLite."""
         matrix = np.asarray(vectors, dtype=np.float32)
-        rows = [self._vector(row, "entity query vector") for row in matrix.reshape(-1, matrix.shape[-1])]
-        if not rows:
-            return []
-        return self._read("similar_entities", lambda tx: graph.similar_entities(tx, scope, rows))
+        matrix = matrix.reshape(-1, matrix.shape[-1]) if matrix.size else matrix.reshape(0, 0)
+        keep = [i for i, row in enumerate(matrix) if np.any(row)]
+        return [self._vector(matrix[i], what) for i in keep], keep
+
+    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+        rows, keep = self._directions(vectors, "entity query vector")
+        out: list[tuple[Entity, float] | None] = [None] * len(np.asarray(vectors).reshape(len(vectors), -1))
+        if rows:
+            for i, hit in zip(keep, self._read("similar_entities",
+                                              lambda tx: graph.similar_entities(tx, scope, rows)), strict=True):
+                out[i] = hit
+        return out
 
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
         if not keys:
@@ -1488,10 +1673,10 @@ class Neo4jStore(Store):
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """ANN over-fetch per row, kept to the scope; rows whose neighbours all lie in other scopes
         get an exact pass over the scope in a second statement."""
-        matrix = np.asarray(vectors, dtype=np.float32)
-        rows = [self._vector(r, "query vector") for r in matrix.reshape(-1, matrix.shape[-1])]
+        rows, keep = self._directions(vectors, "query vector")
+        out: list[tuple[str, float] | None] = [None] * len(np.asarray(vectors).reshape(len(vectors), -1))
         if not rows:
-            return []
+            return out
         params: dict[str, Any] = {"vecs": rows, "kk": 50}
         cond = scope_where(scope, "m", params)
         score = "s" if self._exact_index else "vector.similarity.cosine(m.embedding, $vecs[i])"
@@ -1516,7 +1701,9 @@ class Neo4jStore(Store):
                 found.update({r["i"]: (r["id"], float(r["score"])) for r in tx.run(exact_query, params, todo=todo)})
             return [found.get(i) for i in range(len(rows))]
 
-        return self._read("nearest", work)
+        for i, hit in zip(keep, self._read("nearest", work), strict=True):
+            out[i] = hit
+        return out
 
     def _exact_vector(self, hint: str, cond: str) -> str:
         """Exact cosine over the scope (index seek on a scope field): correct whatever the filter."""

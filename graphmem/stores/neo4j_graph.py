@@ -50,7 +50,7 @@ from neo4j import ManagedTransaction
 from neo4j.time import DateTime as Neo4jDateTime
 from pydantic import BaseModel
 
-from ..errors import StoreError
+from ..errors import ConflictError, StoreError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, norm_name, to_utc, utcnow
 from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, to_label, to_rel_type
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, Vector, WriteResult
@@ -124,6 +124,29 @@ _FACT_COLUMNS: Final = (
     "CASE WHEN o:Value THEN o.value END AS value, CASE WHEN o:Value THEN o.datatype END AS datatype"
 )
 _FACT_ORDER: Final = "ORDER BY r.created_at, r.seq, r.id"
+
+
+IDENTITY_CONSTRAINTS: Final = {
+    "entity_identity": "CREATE CONSTRAINT entity_identity IF NOT EXISTS FOR (e:Entity) REQUIRE e.identity IS UNIQUE",
+    "memory_identity": "CREATE CONSTRAINT memory_identity IF NOT EXISTS FOR (m:Memory) REQUIRE m.identity IS UNIQUE",
+}
+"""One entity per (exact scope, normalized name), one memory per (exact scope, text hash): a second
+``CREATE`` of either blocks until the first commits, then fails, which the store reports as a
+conflict (the writer plans again and finds the first one)."""
+_SEP: Final = "\x1f"
+
+
+def identity(user_id: str | None, agent_id: str | None, run_id: str | None, key: str) -> str:
+    """The ``identity`` property: exact scope and key (a normalized name, or a text hash). Scope ids
+    hold no control characters (``models.check_id``), so the separator cannot occur in them."""
+    return _SEP.join((user_id or "", agent_id or "", run_id or "", key))
+
+
+def identity_cypher(var: str, key: str) -> str:
+    """:func:`identity` in Cypher, for stores written before the property existed."""
+    sep = "'\\u001f'"
+    return (f"coalesce({var}.user_id, '') + {sep} + coalesce({var}.agent_id, '') + {sep} + "
+            f"coalesce({var}.run_id, '') + {sep} + {var}.{key}")
 
 
 def schema_statements() -> list[str]:
@@ -268,6 +291,12 @@ def _required_dt(value: Any) -> datetime:
     return out
 
 
+def _gone(row: dict[str, Any]) -> bool:
+    """A node or fact a concurrent transaction deleted after this read matched it: Neo4j reads
+    committed data without holding it, and a deleted element's properties read as null."""
+    return row.get("id") is None or row.get("created_at") is None
+
+
 def _utc(value: datetime | None) -> datetime | None:
     return to_utc(value) if value is not None else None
 
@@ -325,7 +354,7 @@ _CREATE_ENTITIES_PROC: Final = """
 UNWIND $rows AS r
 CREATE (e:Entity{labels})
 SET e = r.props
-WITH e, r
+WITH e, r WHERE r.vec IS NOT NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', r.vec)
 """
 _CREATE_ENTITIES_SET: Final = """
@@ -333,10 +362,17 @@ UNWIND $rows AS r
 CREATE (e:Entity{labels})
 SET e = r.props, e.embedding = r.vec
 """
+# Classes and aliases are added to the stored lists, not replaced: two writers growing one entity
+# both keep what they added (the node's write lock orders them).
 _UPDATE_ENTITIES: Final = """
 UNWIND $rows AS r
 MATCH (e:Entity {id: r.id})
-SET e.classes = r.classes, e.aliases = r.aliases, e.alias_keys = r.alias_keys, e.aliases_text = r.aliases_text,
+WITH e, r, coalesce(e.classes, []) AS cs, coalesce(e.aliases, []) AS al, coalesce(e.alias_keys, []) AS ak
+WITH e, r, cs + [c IN r.classes WHERE NOT c IN cs] AS classes, al + [a IN r.aliases WHERE NOT a IN al] AS aliases,
+     ak + [k IN r.alias_keys WHERE NOT k IN ak] AS keys
+SET e.classes = classes, e.aliases = aliases, e.alias_keys = keys,
+    e.aliases_text = CASE WHEN size(aliases) = 0 THEN null
+                     ELSE reduce(t = head(aliases), a IN tail(aliases) | t + '\\n' + a) END,
     e.updated_at = r.updated_at
 RETURN count(e) AS n
 """
@@ -357,7 +393,7 @@ RETURN collect(DISTINCT r.e) AS missing
 """
 # SET then REMOVE a dummy property takes each subject's write lock before its facts are read, so
 # concurrent writers of facts about one entity serialize and the second one sees the first's edge.
-_LOCK_ENTITIES: Final = """
+LOCK_ENTITIES: Final = """
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 SET e._lock = true REMOVE e._lock
@@ -418,8 +454,9 @@ SET q = r
 _RELEASE: Final = """
 UNWIND $ids AS id
 MATCH (q:Quarantine {{id: id}})
-WHERE {scope}
+WHERE {scope} AND q.status = 'quarantined'
 SET q.status = 'released', q.released_at = $at
+RETURN count(q) AS n
 """
 
 
@@ -444,7 +481,7 @@ def write_graph(
     change: GraphWrite,
     *,
     batch: int,
-    vector: Callable[[Vector, str], list[float]],
+    vector: Callable[[Vector, str], list[float] | None],
     vector_proc: bool,
 ) -> WriteResult:
     """Apply the graph part of ``change`` (the caller has written its memories and events in ``tx``).
@@ -461,6 +498,7 @@ def write_graph(
         e = item.entity
         props: dict[str, Any] = {
             "id": e.id, "name": e.name, "key": norm_name(e.name), "classes": list(e.classes),
+            "identity": identity(e.user_id, e.agent_id, e.run_id, norm_name(e.name)),
             **_aliases_props(e.aliases), **_scope_props(e.user_id, e.agent_id, e.run_id),
             "created_at": to_utc(e.created_at), "seq": seq + pos,
         }
@@ -527,7 +565,9 @@ def write_graph(
         params = {"at": at}
         query = _RELEASE.format(scope=scope_where(scope, "q", params))
         for part in _chunks(_unique(change.released), batch):
-            tx.run(query, params, ids=part).consume()
+            done = tx.run(query, params, ids=part).single()
+            if done is None or done["n"] != len(part):
+                raise ConflictError("a quarantine entry was released by a concurrent recheck")
     return result
 
 
@@ -542,7 +582,7 @@ def _write_facts(
     result = WriteResult()
     if not change.relations:
         return result
-    tx.run(_LOCK_ENTITIES, ids=sorted({rel.source_id for rel in change.relations})).consume()
+    tx.run(LOCK_ENTITIES, ids=sorted({rel.source_id for rel in change.relations})).consume()
     lookup: dict[str, list[dict[str, Any]]] = {}
     for i, rel in enumerate(change.relations):
         lookup.setdefault(types[rel.relation], []).append(
@@ -648,10 +688,13 @@ WITH o, other
 FOREACH (_ IN CASE WHEN o:Value THEN [1] ELSE [] END | DETACH DELETE o)
 RETURN collect(DISTINCT other) AS others
 """
+# The lock comes first: a writer linking to the entity holds it from its check to its commit, so the
+# emptiness seen here is the committed state, not one a concurrent link is about to change.
 _DROP_ORPHANS: Final = """
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
-WHERE NOT EXISTS { (e)--() }
+SET e._lock = true REMOVE e._lock
+WITH e WHERE NOT EXISTS { (e)--() }
 DELETE e
 """
 _FORGET_QUARANTINE: Final = """
@@ -662,27 +705,36 @@ SET q.memory_ids = [x IN q.memory_ids WHERE NOT x IN $mids]
 
 
 def forget_memories(
-    tx: ManagedTransaction, scope: Scope, memory_ids: Sequence[str], entity_ids: Iterable[str], batch: int
-) -> None:
+    tx: ManagedTransaction, scope: Scope, memory_ids: Sequence[str], entity_ids: Iterable[str], batch: int,
+    *, drop_orphans: bool = True,
+) -> list[str]:
     """After ``memory_ids`` (in ``scope``) were deleted in ``tx``: drop what only they supported.
 
     ``entity_ids`` are the entities those memories mentioned (read before they were deleted).
     Their ids leave the provenance of facts and quarantine entries; facts left without support are
-    deleted, then entities left with no mention and no fact.
+    deleted, then entities left with no mention and no fact. Returns the entities touched;
+    ``drop_orphans=False`` leaves the last step to the caller (an update, after its new facts).
     """
     mids = _unique(memory_ids)
     if not mids:
-        return
+        return []
     touched = _unique(entity_ids)
     for part in _chunks(touched, batch):
         row = tx.run(_FORGET_FACTS, entities=part, mids=mids).single()
         if row is not None:
             touched.extend(o for o in row["others"] if o is not None)
-    for part in _chunks(_unique(touched), batch):
-        tx.run(_DROP_ORPHANS, ids=part).consume()
+    if drop_orphans:
+        drop_orphans_of(tx, touched, batch)
     params: dict[str, Any] = {"mids": mids}
     query = _FORGET_QUARANTINE.format(hint=_hint(scope, "q", "Quarantine"), scope=scope_where(scope, "q", params))
     tx.run(query, params).consume()
+    return _unique(touched)
+
+
+def drop_orphans_of(tx: ManagedTransaction, entity_ids: Iterable[str], batch: int) -> None:
+    """Delete those of the entities that no memory mentions and no fact uses."""
+    for part in _chunks(sorted(set(entity_ids)), batch):
+        tx.run(_DROP_ORPHANS, ids=part).consume()
 
 
 _DELETE_ENTITIES: Final = """
@@ -737,6 +789,8 @@ def find_entities(
     )
     out: dict[str, Entity] = {}
     for rec in tx.run(query, params):
+        if _gone(rec["ent"]):
+            continue
         entity: Entity | None = None
         for key in rec["hits"]:
             if key not in out:
@@ -763,7 +817,7 @@ def similar_entities(
         "RETURN i, ent, score"
     )
     found: dict[int, tuple[Entity, float]] = {
-        rec["i"]: (_entity(rec["ent"]), float(rec["score"])) for rec in tx.run(query, params)
+        rec["i"]: (_entity(rec["ent"]), float(rec["score"])) for rec in tx.run(query, params) if not _gone(rec["ent"])
     }
     return [found.get(i) for i in range(len(vectors))]
 
@@ -780,7 +834,8 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
         f"RETURN {_entity_proj('e')} AS e"
     )
     for rec in tx.run(query, params):
-        ctx.entities[rec["e"]["id"]] = _entity(rec["e"])
+        if not _gone(rec["e"]):
+            ctx.entities[rec["e"]["id"]] = _entity(rec["e"])
     if not ctx.entities:
         return ctx
     found = list(ctx.entities)
@@ -796,13 +851,13 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
     seen: set[str] = set()
     for rec in tx.run(facts, found=found):
         row = rec.data()
-        rel = _relation(row)
-        if rel.id in seen:
+        if _gone(row["fact"]) or row["fact"]["id"] in seen:
             continue
+        rel = _relation(row)
         seen.add(rel.id)
         ctx.relations.append(rel)
         for other in (row["s_ent"], row["o_ent"]):
-            if other is not None and other["id"] not in ctx.entities:
+            if other is not None and not _gone(other) and other["id"] not in ctx.entities:
                 ctx.entities[other["id"]] = _entity(other)
     return ctx
 
@@ -822,7 +877,7 @@ def relations(
         f"MATCH (s)-[r]->(o) WHERE {' AND '.join(where)} "
         f"RETURN {_FACT_COLUMNS} {_FACT_ORDER}"
     )
-    return [_relation(rec.data()) for rec in tx.run(query, params)]
+    return [_relation(row) for row in (rec.data() for rec in tx.run(query, params)) if not _gone(row["fact"])]
 
 
 def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
@@ -1040,10 +1095,12 @@ def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
     pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
     sub.seeds = sorted({eid for _, eid in pairs})
     for item in row["g_ents"]:
+        if _gone(item["e"]):
+            continue
         ent = _entity(item["e"])
         sub.entities[ent.id] = ent
         sub.degree[ent.id] = int(item["deg"])
         pairs.update((mid, ent.id) for mid in item["mids"])
     sub.mentions = sorted(pairs)
-    sub.relations = sorted((_relation(r) for r in row["g_rels"]), key=lambda r: r.id)
+    sub.relations = sorted((_relation(r) for r in row["g_rels"] if not _gone(r["fact"])), key=lambda r: r.id)
     return sub, list(row["g_recs"])

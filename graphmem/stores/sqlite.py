@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SchemaMismatchError, StoreError, StoreUnavailableError
+from ..errors import ConflictError, DuplicateMemoryError, SchemaMismatchError, StoreError, StoreUnavailableError
 from ..filters import Filter
 from ..models import (
     Entity,
@@ -43,6 +44,7 @@ from ..models import (
 from . import sqlite_graph as graph
 from .base import (
     Candidates,
+    Expectations,
     GraphContext,
     GraphQuery,
     GraphWrite,
@@ -55,9 +57,13 @@ from .base import (
     WriteResult,
     merge_patch,
     seed_ids,
+    stale_entities,
 )
+from .files import create_private_file, make_private_dirs
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
 from .text import fts5_query
+
+log = logging.getLogger("graphmem")
 
 SCHEMA_VERSION = "2"
 _BM25 = "'bm25(1.0, 0.0)'"  # the text column only: scope tokens must not score
@@ -77,7 +83,8 @@ CREATE TABLE IF NOT EXISTS memories (
     created_at TEXT NOT NULL, updated_at TEXT, event_time TEXT, expires_at TEXT,
     embedding BLOB NOT NULL,
     scope_terms TEXT NOT NULL DEFAULT '',
-    access_count INTEGER NOT NULL DEFAULT 0, last_accessed_at TEXT
+    access_count INTEGER NOT NULL DEFAULT 0, last_accessed_at TEXT,
+    identity TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent_id, created_at);
@@ -117,12 +124,34 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_memory ON history (memory_id, created_at);
 """
 
+_SCOPE_KEY = "coalesce(user_id, char(0)), coalesce(agent_id, char(0)), coalesce(run_id, char(0))"
+_IDENTITY = {
+    "memories_identity": f"CREATE UNIQUE INDEX IF NOT EXISTS memories_identity ON memories ({_SCOPE_KEY}, identity)",
+    "entities_identity": f"CREATE UNIQUE INDEX IF NOT EXISTS entities_identity ON entities ({_SCOPE_KEY}, name_key)",
+}
+"""One memory per (exact scope, text hash), one entity per (exact scope, normalized name): the
+store refuses a second one, whichever process or thread writes it (see :meth:`SQLiteStore.write`).
+``identity`` is the memory's hash, and ``name_key`` the entity's normalized name, except on the
+duplicates concurrent writers of an earlier graphmem could leave: there it is NULL (see
+:meth:`SQLiteStore._identity_indexes`)."""
+
 _WRITE_COLUMNS = (
     "id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata, "
     "created_at, updated_at, event_time, expires_at"
 )
 _COLUMNS = _WRITE_COLUMNS + ", access_count, last_accessed_at"
 """A record's columns; search's access counts (:meth:`SQLiteStore.touch`) are not written with it."""
+
+
+@contextlib.contextmanager
+def _conflicts() -> Iterator[None]:
+    """A second memory or entity with the same identity: a concurrent writer got there first."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        if "_identity" not in str(exc):
+            raise
+        raise ConflictError(f"a concurrent write stored the same memory or entity first ({exc})") from exc
 
 
 def _opt_dt(value: str | None) -> datetime | None:
@@ -328,7 +357,8 @@ class SQLiteStore(Store):
         if self._closed:
             raise StoreError(f"the store at {self.path} is closed")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)  # 0700 folders, a 0600 file: see stores/files.py
+            create_private_file(self.path)
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
             )
@@ -411,8 +441,24 @@ class SQLiteStore(Store):
             if "access_count" not in have:  # stores from before access counts
                 conn.execute("ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")
                 conn.execute("ALTER TABLE memories ADD COLUMN last_accessed_at TEXT")
+            self._identity_indexes(conn)
         self._vec = _VectorCache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
+
+    def _identity_indexes(self, conn: sqlite3.Connection) -> None:
+        """Fill the identity columns of a store from before them (once), then create the uniqueness
+        indexes. Where concurrent writers of an earlier graphmem left duplicates, the oldest row of
+        each gets the identity (reads already resolve a name or text to the oldest) and the others
+        NULL: they stay as they are, and no new duplicate can be written."""
+        if conn.execute("SELECT 1 FROM meta WHERE key = 'identity'").fetchone() is None:
+            if "identity" not in {r[1] for r in conn.execute("PRAGMA table_info(memories)")}:
+                conn.execute("ALTER TABLE memories ADD COLUMN identity TEXT")
+            conn.execute(f"UPDATE memories SET identity = hash WHERE rowid IN "
+                         f"(SELECT min(rowid) FROM memories GROUP BY {_SCOPE_KEY}, hash)")
+            graph.backfill_name_keys(conn, _SCOPE_KEY)
+            conn.execute("INSERT INTO meta (key, value) VALUES ('identity', '1')")
+        for statement in _IDENTITY.values():
+            conn.execute(statement)
 
     def close(self) -> None:
         self._closed = True
@@ -429,9 +475,29 @@ class SQLiteStore(Store):
             self._insert(conn, memories, events)
 
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
+        """One ``BEGIN IMMEDIATE`` transaction: the write lock is held from the check of what the plan
+        read (:class:`Expectations`) to the commit, so writers apply in some serial order."""
         with self._write() as conn:
-            self._insert(conn, change.memories, change.events)
-            return graph.write_graph(conn, change)
+            self._check(conn, scope, change.expect)
+            with _conflicts():
+                self._insert(conn, change.memories, change.events)
+                return graph.write_graph(conn, change)
+
+    def _check(self, conn: sqlite3.Connection, scope: Scope, expect: Expectations) -> None:
+        """Raise :class:`ConflictError` when the stored state a plan relied on has changed."""
+        if expect.memories:
+            ids = list(expect.memories)
+            where, params = scope_sql(scope)
+            found = dict(conn.execute(
+                f"SELECT id, hash FROM memories AS m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}",
+                [*ids, *params]).fetchall())
+            gone = [i for i, h in expect.memories.items() if i not in found or (h and found[i] != h)]
+            if gone:
+                raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
+        if expect.entities:
+            stale = stale_entities(expect, graph.graph_context(conn, scope, list(expect.entities)))
+            if stale:
+                raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
     def _insert(self, conn: sqlite3.Connection, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
         rows = []
@@ -443,10 +509,11 @@ class SQLiteStore(Store):
                 iso(r.updated_at) if r.updated_at else None, iso(r.event_time) if r.event_time else None,
                 iso(r.expires_at) if r.expires_at else None,
                 np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
-                scope_terms(r.user_id, r.agent_id, r.run_id),
+                scope_terms(r.user_id, r.agent_id, r.run_id), r.hash,
             ))
         conn.executemany(
-            f"INSERT INTO memories ({_WRITE_COLUMNS}, embedding, scope_terms) VALUES ({','.join('?' * 16)})", rows
+            f"INSERT INTO memories ({_WRITE_COLUMNS}, embedding, scope_terms, identity) VALUES ({','.join('?' * 17)})",
+            rows
         )
         conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
         self._prune(conn)
@@ -467,9 +534,18 @@ class SQLiteStore(Store):
             if row is None:
                 return None
             old = _record(row)
+            if relink is not None:
+                self._check(conn, scope, relink.expect)
+            if patch.hash is not None and patch.hash != old.hash:
+                where_x, params_x = exact_scope_sql(old.scope)
+                twin = conn.execute(f"SELECT id FROM memories AS m WHERE m.hash = ? AND m.id != ? AND {where_x}",
+                                    [patch.hash, memory_id, *params_x]).fetchone()
+                if twin is not None:
+                    raise DuplicateMemoryError(
+                        f"memory {twin[0]} of this scope already has that text; delete one of them instead")
             sets: dict[str, Any] = {"updated_at": iso(patch.updated_at)}
             if patch.text is not None:
-                sets["memory"], sets["hash"] = patch.text, patch.hash
+                sets["memory"], sets["hash"], sets["identity"] = patch.text, patch.hash, patch.hash
             if patch.vector is not None:
                 sets["embedding"] = np.ascontiguousarray(patch.vector, dtype=np.float32).tobytes()
             metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
@@ -490,9 +566,13 @@ class SQLiteStore(Store):
             )
             conn.execute("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _event_row(event))
             if relink is not None:
-                graph.forget_memories(conn, [memory_id])  # the memory stays; what it alone supported goes
-                self._insert(conn, relink.memories, relink.events)
-                graph.write_graph(conn, relink)
+                # the memory stays; what it alone supported goes, once the new text's facts are in (an
+                # entity both texts name would otherwise be dropped, then linked to again)
+                left = graph.forget_memories(conn, [memory_id], drop_orphans=False)
+                with _conflicts():
+                    self._insert(conn, relink.memories, relink.events)
+                    graph.write_graph(conn, relink)
+                graph.drop_orphans_of(conn, left)
         return new
 
     def _delete_where(self, conn: sqlite3.Connection, where: str, params: list[Any], at: datetime) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS entities (
     aliases TEXT NOT NULL DEFAULT '[]',
     user_id TEXT, agent_id TEXT, run_id TEXT,
     created_at TEXT NOT NULL, updated_at TEXT,
-    embedding BLOB
+    embedding BLOB,
+    name_key TEXT
 );
 CREATE INDEX IF NOT EXISTS entities_user ON entities (user_id);
 CREATE INDEX IF NOT EXISTS entities_agent ON entities (agent_id);
@@ -105,6 +107,17 @@ def backfill_entity_fts(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO meta (key, value) VALUES ('entity_fts', '1')")
 
 
+def backfill_name_keys(conn: sqlite3.Connection, scope_key: str) -> None:
+    """Give entities of stores from before entity identity their normalized name (``name_key``, the
+    column the uniqueness index covers): the oldest entity of each scope and name only."""
+    if "name_key" not in {r[1] for r in conn.execute("PRAGMA table_info(entities)")}:
+        conn.execute("ALTER TABLE entities ADD COLUMN name_key TEXT")
+    first: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for row in conn.execute(f"SELECT id, name, {scope_key} FROM entities ORDER BY rowid"):
+        first.setdefault((*tuple(row)[2:], norm_name(row[1])), (row[0], norm_name(row[1])))
+    conn.executemany("UPDATE entities SET name_key = ? WHERE id = ?", [(k, i) for i, k in first.values()])
+
+
 _REL_COLUMNS = "r.id, r.source_id, r.relation, r.target_id, r.value, r.datatype, r.valid_from, r.valid_to, " \
     "r.created_at, r.user_id, r.agent_id, r.run_id"
 
@@ -160,21 +173,31 @@ def _entity_keys(entity: Entity) -> set[str]:
 
 
 def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
-    """Apply the graph part of a :class:`GraphWrite` (memories and events are the caller's)."""
+    """Apply the graph part of a :class:`GraphWrite` (memories and events are the caller's).
+
+    A second entity of one scope and name fails the ``entities_identity`` index (the caller turns
+    that into a conflict). Entity updates add classes and aliases to the stored lists rather than
+    replacing them, so two writers growing one entity both keep what they added."""
     for item in change.entities:
         e = item.entity
         conn.execute(
             "INSERT INTO entities (id, name, classes, aliases, user_id, agent_id, run_id, created_at, updated_at, "
-            "embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "embedding, name_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (e.id, e.name, json.dumps(e.classes), json.dumps(e.aliases, ensure_ascii=False), e.user_id, e.agent_id,
-             e.run_id, iso(e.created_at), None, np.ascontiguousarray(item.vector, dtype=np.float32).tobytes()),
+             e.run_id, iso(e.created_at), None, np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
+             norm_name(e.name)),
         )
         conn.executemany("INSERT OR IGNORE INTO entity_keys (entity_id, key) VALUES (?, ?)",
                          [(e.id, k) for k in _entity_keys(e)])
     for e in change.entity_updates:
+        row = conn.execute("SELECT classes, aliases FROM entities WHERE id = ?", (e.id,)).fetchone()
+        if row is None:
+            continue  # the write's expectations name every entity it updates: it exists here
+        classes = list(dict.fromkeys([*json.loads(row["classes"]), *e.classes]))
+        aliases = list(dict.fromkeys([*json.loads(row["aliases"]), *e.aliases]))
         conn.execute(
             "UPDATE entities SET classes = ?, aliases = ?, updated_at = ? WHERE id = ?",
-            (json.dumps(e.classes), json.dumps(e.aliases, ensure_ascii=False),
+            (json.dumps(classes), json.dumps(aliases, ensure_ascii=False),
              iso(e.updated_at) if e.updated_at else None, e.id),
         )
         conn.executemany("INSERT OR IGNORE INTO entity_keys (entity_id, key) VALUES (?, ?)",
@@ -214,15 +237,22 @@ def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
         )
     if change.released:
         now = max((e.created_at for e in change.events), default=None)
-        conn.executemany("UPDATE quarantine SET status = 'released', released_at = ? WHERE id = ?",
-                         [(iso(now) if now else None, q) for q in change.released])
+        for qid in dict.fromkeys(change.released):
+            done = conn.execute("UPDATE quarantine SET status = 'released', released_at = ? "
+                                "WHERE id = ? AND status = 'quarantined'", (iso(now) if now else None, qid))
+            if done.rowcount != 1:
+                raise ConflictError(f"quarantine entry {qid} was released by a concurrent recheck")
     return result
 
 
-def forget_memories(conn: sqlite3.Connection, memory_ids: Sequence[str]) -> None:
-    """Drop what only these (deleted) memories supported: mentions, provenance, then orphans."""
+def forget_memories(conn: sqlite3.Connection, memory_ids: Sequence[str], *, drop_orphans: bool = True) -> set[str]:
+    """Drop what only these (deleted) memories supported: mentions, provenance, then orphans.
+
+    Returns the entities whose support changed; ``drop_orphans=False`` leaves those without any to
+    the caller (an update drops them after writing the new text's facts)."""
+    touched_all: set[str] = set()
     if not memory_ids:
-        return
+        return touched_all
     for i in range(0, len(memory_ids), 500):
         ids = list(memory_ids[i : i + 500])
         marks = _marks(len(ids))
@@ -240,15 +270,19 @@ def forget_memories(conn: sqlite3.Connection, memory_ids: Sequence[str]) -> None
                 "RETURNING source_id, target_id", part,
             ).fetchall():
                 touched_ent.update(x for x in row if x is not None)
-        _drop_orphans(conn, touched_ent)
+        touched_all |= touched_ent
+        if drop_orphans:
+            drop_orphans_of(conn, touched_ent)
         for row in conn.execute(
             f"SELECT q.id, q.memory_ids FROM quarantine q, json_each(q.memory_ids) j WHERE j.value IN ({marks})", ids
         ).fetchall():
             kept = [m for m in json.loads(row["memory_ids"]) if m not in set(ids)]
             conn.execute("UPDATE quarantine SET memory_ids = ? WHERE id = ?", (json.dumps(kept), row["id"]))
+    return touched_all
 
 
-def _drop_orphans(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+def drop_orphans_of(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+    """Delete those of the entities that no memory mentions and no fact uses."""
     ids = list(entity_ids)
     for i in range(0, len(ids), 500):
         part = ids[i : i + 500]

@@ -39,6 +39,9 @@ import org.neo4j.kernel.api.impl.index.LuceneSettings;
  *   <li>{@code GRAPHMEM_NEO4J_VECTOR_BUFFER_MB}: heap buffer (MB) of a vector index build, default 512</li>
  * </ul>
  *
+ * <p>{@code LOAD CSV} from {@code file:///} URLs is off
+ * ({@code dbms.security.allow_csv_import_from_file_urls=false}).
+ *
  * <p>Prints {@code graphmem-neo4j ready bolt://127.0.0.1:PORT} on stdout once Bolt accepts
  * connections. SIGTERM/SIGINT shut the DBMS down cleanly.
  */
@@ -98,6 +101,12 @@ public final class Launcher {
         config.put(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED);
         config.put(HttpConnector.enabled, false);
         config.put(HttpsConnector.enabled, false);
+        // LOAD CSV may not read this machine's files (file:/// URLs): graphmem never imports CSV,
+        // and the import folder would default to this home, next to the data. graphmem's analyst
+        // Cypher refuses LOAD CSV anyway; this covers every other client of the server. No
+        // server-wide transaction timeout (db.transaction.timeout): it would also stop graphmem's
+        // own long writes, so analyst queries carry their own.
+        config.put(GraphDatabaseSettings.allow_file_urls, false);
 
         // Vector index segments: a query searches every segment's HNSW graph, so their number sets
         // the search cost. Neo4j merges only once 50 segments pile up (26-44 segments at 100k
