@@ -367,7 +367,8 @@ class Memory:
         if not isinstance(ontology, Ontology):
             raise InvalidInputError(f"dry_run needs an Ontology (graphmem.ontology.Ontology.load(...)), "
                                     f"got {type(ontology).__name__}")
-        scopes = None if (user_id, agent_id, run_id) == (None, None, None) else [Scope.of(user_id, agent_id, run_id)]
+        unscoped = user_id is None and agent_id is None and run_id is None
+        scopes = None if unscoped else [Scope.of(user_id, agent_id, run_id)]
         return dry_run(self.store, Guard(ontology), scopes).to_dict()
 
     def recheck(
@@ -407,7 +408,7 @@ class Memory:
                 released.append({"quarantine_id": entry.id, **plan.added[0]})
                 return True
 
-            replanning(self.config.store.conflict_retries, attempt)
+            replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *exact.items()))
         return {"released": released, "still_rejected": still}
 
     def update(
@@ -451,7 +452,7 @@ class Memory:
             relink = replan() if replan is not None else None
             return self.store.update(memory_id, scope, patch, relink.change if relink else None), relink
 
-        record, relink = replanning(self.config.store.conflict_retries, attempt)
+        record, relink = replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *scope.items()))
         if record is None:
             raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         relations = relink.summary() if relink else {"added": [], "superseded": [], "rejected": []}

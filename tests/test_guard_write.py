@@ -233,3 +233,17 @@ def test_users_own_ontology_and_shapes_from_config(backend: str, tmp_path: Path,
     assert kinds == ["ClassConstraintComponent", "UnknownRelation"]  # a Nurse is no Physician
     assert bad["relations"]["superseded"] == []  # the rejected value did not replace Dr Bob
     mem.close()
+
+
+def test_a_fact_stated_twice_in_one_add_is_one_fact(mem: Memory, uid: str) -> None:
+    """The rule extractor and the caller both state Wei livesIn Shanghai: one fact, listed once, under
+    the id the store holds, supported by the memory."""
+    r = mem.add([{"role": "user", "content": "I live in Shanghai", "name": "Wei"}], user_id=uid, triples=[
+        {"source": "Wei", "relation": "livesIn", "target": "Shanghai", "source_type": "Person", "target_type": "City"},
+        {"source": "Wei", "relation": "lives in", "target": "Shanghai"},
+    ])
+    added = [a for a in r["relations"]["added"] if a["relation"] == "livesIn"]
+    assert len(added) == 1
+    stored = [f for f in mem.store.relations(Scope(user_id=uid)) if f.relation == GM + "livesIn"]
+    assert [f.id for f in stored] == [added[0]["id"]]
+    assert stored[0].memory_ids == [r["results"][0]["id"]]

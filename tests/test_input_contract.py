@@ -369,3 +369,11 @@ def test_dropped_extractions_are_reported(mem: Memory, uid: str) -> None:
     assert len(triples[1]["triple"]["target"]) <= 100
     assert len(out["relations"]["added"]) == 1
     assert mem.add("plain", infer=False, user_id=uid).get("dropped") is None
+
+
+def test_identical_messages_in_one_add(mem: Memory, uid: str) -> None:
+    """The second copy is a duplicate of the first (event NONE, the same id), not a write conflict."""
+    out = mem.add([{"role": "user", "content": "same text"}, {"role": "assistant", "content": "same text"}],
+                  infer=False, user_id=uid)
+    assert [r["event"] for r in out["results"]] == ["ADD", "NONE"]
+    assert out["results"][0]["id"] == out["results"][1]["id"]

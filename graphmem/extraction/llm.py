@@ -21,7 +21,7 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..config import LLMConfig
+from ..config import LLMConfig, display_uri
 from ..errors import ConfigError, ExtractionError, LLMError
 from ..ontology.naming import normalize_surface
 from . import prompt
@@ -289,7 +289,7 @@ class LLMExtractor(Extractor):
 
     @property
     def where(self) -> str:
-        return f"model {self.model!r} at {self._client.base_url}"
+        return f"model {self.model!r} at {display_uri(str(self._client.base_url))}"
 
     # -- the Extractor interface -------------------------------------------------------------------
 

@@ -444,7 +444,15 @@ class GraphPlanner:
         return Triple(key.get(r.source_id, r.source_id), r.relation, obj)
 
     def _accept(self, it: _Item, scope: Scope, now: datetime, out: GraphPlan) -> None:
+        """One accepted fact; the same open fact stated again in the batch (by the caller and the
+        extractor, or by two memories) only adds its provenance, as a stored twin would."""
         assert it.relation is not None
+        key = (it.source.id, it.relation, _object(it))
+        twin = next((r for r in out.change.relations if r.valid_to is None and it.valid_to is None
+                     and (r.source_id, r.relation, (r.target_id, r.value)) == key), None)
+        if twin is not None:
+            twin.memory_ids.extend(m for m in it.memory_ids if m not in twin.memory_ids)
+            return
         rel = Relation(
             source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
             value=it.literal.value if it.literal else None, datatype=it.literal.datatype if it.literal else None,

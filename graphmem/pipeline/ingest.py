@@ -185,7 +185,7 @@ class Ingestor:
                 self.store.write(req.scope, change)
             return plan
 
-        plan = replanning(self.config.store.conflict_retries, attempt)
+        plan = replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *req.scope.items()))
         out: dict[str, Any] = {
             "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in drafts],
             "relations": plan.summary(),

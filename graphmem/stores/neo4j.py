@@ -495,6 +495,8 @@ def _similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dic
 def _add_records(sub: Subgraph, recs: list[dict[str, Any]]) -> None:
     """The subgraph's own records (rows of :func:`_graph_record_proj`), unbuilt, and their cosines."""
     for r in recs:
+        if r["rec"][0] is None:  # deleted by a concurrent transaction after the read matched it
+            continue
         sub.records.add_row(r["rec"][0], r["rec"], _record_row)
         if r.get("sim") is not None:
             sub.similarity[r["rec"][0]] = float(r["sim"])
@@ -729,7 +731,11 @@ class Neo4jStore(Store):
             try:
                 return call()
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
-                if not exc.is_retryable() or time.monotonic() + pause > deadline:
+                # a statement after a failed one reports ResultFailedError; the first failure decides
+                first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
+                transient = isinstance(first, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and \
+                    first.is_retryable()
+                if not transient or time.monotonic() + pause > deadline:
                     raise
             time.sleep(random.uniform(pause / 2, pause))
             pause = min(2 * pause, 0.5)
@@ -1339,7 +1345,7 @@ class Neo4jStore(Store):
         where = scope_where(scope, "m", params)
         query = f"MATCH (m:Memory {{id: $id}}) WHERE {where} RETURN {_MEMORY_PROJ} AS rec"
         row = self._read("get", lambda tx: tx.run(query, params).single())
-        return _record(row["rec"]) if row is not None else None
+        return _record(row["rec"]) if row is not None and row["rec"]["id"] is not None else None
 
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         """Newest first (``created_at`` descending, then ``id`` ascending)."""
@@ -1356,7 +1362,7 @@ class Neo4jStore(Store):
             f"RETURN {_MEMORY_PROJ} AS rec ORDER BY m.created_at DESC, m.id ASC LIMIT $limit"
         )
         rows = self._read("list", lambda tx: tx.run(query, params).data())
-        return [_record(r["rec"]) for r in rows]
+        return [_record(r["rec"]) for r in rows if r["rec"]["id"] is not None]  # None: deleted meanwhile
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         params: dict[str, Any] = {"id": memory_id}
@@ -1550,6 +1556,9 @@ class Neo4jStore(Store):
                 widen = False
             if redo_text:
                 fhits, redo_text = again["fh"], False
+        # A memory deleted by a concurrent transaction after the index found it reads as nulls.
+        vhits = [h for h in vhits if h["id"] is not None]
+        fhits = [h for h in fhits if h["id"] is not None]
         for hit in vhits:
             cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
             out.vector.append((hit["id"], cosine))
