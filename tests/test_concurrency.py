@@ -113,6 +113,47 @@ def test_names_without_features_do_not_block_a_tenant(backend: str, tmp_path: Pa
         assert m.search("Ada Acme", user_id=uid)["results"]
 
 
+
+def test_delete_all_while_writers_add(backend: str, tmp_path: Path, uid: str) -> None:
+    """delete_all racing adds: every memory that survives keeps its facts (each is either deleted
+    with the scope or added after it), and no fact cites a memory that is gone."""
+    with memory(backend, tmp_path) as m:
+        scope = Scope(user_id=uid)
+        stop = time.monotonic() + 4
+        errors: list[BaseException] = []
+
+        def writer(w: int) -> None:
+            n = 0
+            while time.monotonic() < stop:
+                n += 1
+                m.add(f"Ada met Friend {w}-{n}", user_id=uid, infer=False, triples=[
+                    {"source": "Ada", "relation": "knows", "target": f"Friend {w}-{n}", "source_type": "Person",
+                     "target_type": "Person"}])
+
+        def wiper(_: int) -> None:
+            while time.monotonic() < stop:
+                m.delete_all(user_id=uid)
+                time.sleep(0.3)
+
+        def guarded(fn: Any, i: int) -> None:
+            try:
+                fn(i)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
+        threads.append(threading.Thread(target=guarded, args=(wiper, 0)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, "\n".join(f"{type(e).__name__}: {e}" for e in errors[:3])
+        survivors = m.get_all(user_id=uid, limit=10_000)["results"]
+        for rec in survivors:
+            assert m.store.relations(scope, memory_id=rec["id"]), rec["memory"]
+        assert _dangling(m, scope) == []
+        assert race.entity_count(m, scope, "Ada") == (1 if survivors else 0)
+
 def _dangling(m: Memory, scope: Scope) -> list[str]:
     """Provenance that names a memory no longer stored, and entities nothing supports."""
     present = {r["id"] for r in m.get_all(user_id=scope.user_id, limit=10_000)["results"]}

@@ -163,7 +163,7 @@ class Ingestor:
             """Plan from the store's current state and write; the store refuses (ConflictError) when a
             concurrent writer changed what the plan read, and the whole plan is made again."""
             for d in drafts:
-                d.id, d.event = None, EventType.ADD
+                d.id, d.event, d.hash = None, EventType.ADD, ""
             vectors = self._deduplicate(req.scope, drafts, near=infer, embedded=embedded)
             plan = self._plan(req, drafts, facts, now, extracted)
             if extracted is not None and plan.rejected and self.config.llm.repair:

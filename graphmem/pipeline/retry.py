@@ -29,21 +29,24 @@ def replanning(retries: int, attempt: Callable[[], T], key: Hashable = None) -> 
     Why a re-plan and not a re-run of the transaction: a conflict means the state the plan was made
     from moved (another writer created the entity, closed the fact, took the text), so what to write
     has to be decided again from the new state. Writers colliding on one entity are spread by a
-    random pause that grows with each conflict; one that conflicted ``_QUEUE_AFTER`` times also waits
-    for the others of its ``key`` (its scope) in this process that did, so a busy entity cannot
-    starve one thread of a server while its neighbours keep committing."""
+    random pause that grows with each conflict. Within a process, a write that conflicted
+    ``_QUEUE_AFTER`` times takes a turn lock of its ``key`` (its scope), and while one holds it every
+    other write of the key waits for it too: a busy entity then has its writers one at a time, and
+    none of them starves while its neighbours keep committing. Without contention nobody waits."""
     turn: threading.Lock | None = None
     try:
         for n in range(retries + 1):
+            if turn is None and key is not None:
+                lock = _turn(key)
+                if n >= _QUEUE_AFTER or lock.locked():  # contended: take turns with the others
+                    lock.acquire()
+                    turn = lock
             try:
                 return attempt()
             except ConflictError as exc:
                 if n == retries:
                     raise ConflictError(f"{exc}; gave up after {retries} re-plans (store.conflict_retries), "
                                         "nothing was written") from exc
-            if n + 1 >= _QUEUE_AFTER and turn is None and key is not None:
-                turn = _turn(key)
-                turn.acquire()
             time.sleep(random.uniform(0, min(0.25, 0.002 * 2**n)))
         raise AssertionError("unreachable")
     finally:

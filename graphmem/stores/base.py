@@ -174,6 +174,11 @@ def entity_state(ctx: GraphContext, entity_id: str) -> str:
     return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def stale_memories(expect: Expectations, found: Mapping[str, str]) -> list[str]:
+    """Memories of ``expect`` missing from ``found`` (id -> hash, read inside the write) or changed."""
+    return [i for i, h in expect.memories.items() if i not in found or (h and found[i] != h)]
+
+
 def stale_entities(expect: Expectations, ctx: GraphContext) -> list[str]:
     """Entities of ``expect`` whose state in ``ctx`` (read inside the write) is not the planned one."""
     return [eid for eid, state in expect.entities.items()

@@ -100,6 +100,7 @@ from .base import (
     merge_patch,
     seed_ids,
     stale_entities,
+    stale_memories,
 )
 from .neo4j_graph import HINT_ORDER, exact_scope_where, scope_where
 from .text import lucene_query
@@ -166,6 +167,7 @@ _MEMORY_FIELDS: Final = (
     "last_accessed_at",
 )
 _MEMORY_TIMES: Final = TIME_FIELDS | {"last_accessed_at"}
+_CREATED: Final = _MEMORY_FIELDS.index("created_at")
 _HISTORY_FIELDS: Final = (
     "id",
     "memory_id",
@@ -480,6 +482,13 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
     return build_record(data)
 
 
+def _live(values: list[Any] | None) -> bool:
+    """Whether a :data:`_MEMORY_ROW` list is a whole record: a memory a concurrent transaction
+    deleted after this read matched it reads, in part or whole, as nulls (Neo4j reads committed
+    data without holding it)."""
+    return values is not None and values[0] is not None and values[_CREATED] is not None
+
+
 def _record_row(values: list[Any]) -> MemoryRecord:
     """A record from a :data:`_MEMORY_ROW` list."""
     return _record(dict(zip(_MEMORY_FIELDS, values, strict=True)))
@@ -495,7 +504,7 @@ def _similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dic
 def _add_records(sub: Subgraph, recs: list[dict[str, Any]]) -> None:
     """The subgraph's own records (rows of :func:`_graph_record_proj`), unbuilt, and their cosines."""
     for r in recs:
-        if r["rec"][0] is None:  # deleted by a concurrent transaction after the read matched it
+        if not _live(r["rec"]):
             continue
         sub.records.add_row(r["rec"][0], r["rec"], _record_row)
         if r.get("sim") is not None:
@@ -1125,7 +1134,7 @@ class Neo4jStore(Store):
             query = (f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {scope_where(scope, 'm', params)} "
                      "SET m._lock = true REMOVE m._lock RETURN m.id AS id, m.hash AS hash")
             found = {r["id"]: r["hash"] for r in tx.run(query, params)}
-            gone = [i for i, h in expect.memories.items() if i not in found or (h and found[i] != h)]
+            gone = stale_memories(expect, found)
             if gone:
                 raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
         if expect.entities:
@@ -1345,7 +1354,7 @@ class Neo4jStore(Store):
         where = scope_where(scope, "m", params)
         query = f"MATCH (m:Memory {{id: $id}}) WHERE {where} RETURN {_MEMORY_PROJ} AS rec"
         row = self._read("get", lambda tx: tx.run(query, params).single())
-        return _record(row["rec"]) if row is not None and row["rec"]["id"] is not None else None
+        return _record(row["rec"]) if row is not None and row["rec"]["created_at"] is not None else None
 
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         """Newest first (``created_at`` descending, then ``id`` ascending)."""
@@ -1362,7 +1371,7 @@ class Neo4jStore(Store):
             f"RETURN {_MEMORY_PROJ} AS rec ORDER BY m.created_at DESC, m.id ASC LIMIT $limit"
         )
         rows = self._read("list", lambda tx: tx.run(query, params).data())
-        return [_record(r["rec"]) for r in rows if r["rec"]["id"] is not None]  # None: deleted meanwhile
+        return [_record(r["rec"]) for r in rows if r["rec"]["created_at"] is not None]  # None: deleted meanwhile
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         params: dict[str, Any] = {"id": memory_id}
@@ -1384,18 +1393,18 @@ class Neo4jStore(Store):
 
     # ---------------------------------------------------------------------------------- graph reads
 
-    def _directions(self, vectors: Vector, what: str) -> tuple[list[list[float]], list[int]]:
+    def _directions(self, vectors: Vector, what: str) -> tuple[list[list[float]], list[int], int]:
         """The rows of ``vectors`` that have a direction, and their positions. Neo4j's cosine refuses a
         zero vector (a text the embedder found no features in): such a row is similar to nothing,
         as its cosine of 0 with everything says on SQLite."""
         matrix = np.asarray(vectors, dtype=np.float32)
         matrix = matrix.reshape(-1, matrix.shape[-1]) if matrix.size else matrix.reshape(0, 0)
         keep = [i for i, row in enumerate(matrix) if np.any(row)]
-        return [self._vector(matrix[i], what) for i in keep], keep
+        return [self._vector(matrix[i], what) for i in keep], keep, len(matrix)
 
     def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
-        rows, keep = self._directions(vectors, "entity query vector")
-        out: list[tuple[Entity, float] | None] = [None] * len(np.asarray(vectors).reshape(len(vectors), -1))
+        rows, keep, n = self._directions(vectors, "entity query vector")
+        out: list[tuple[Entity, float] | None] = [None] * n
         if rows:
             for i, hit in zip(keep, self._read("similar_entities",
                                               lambda tx: graph.similar_entities(tx, scope, rows)), strict=True):
@@ -1557,8 +1566,8 @@ class Neo4jStore(Store):
             if redo_text:
                 fhits, redo_text = again["fh"], False
         # A memory deleted by a concurrent transaction after the index found it reads as nulls.
-        vhits = [h for h in vhits if h["id"] is not None]
-        fhits = [h for h in fhits if h["id"] is not None]
+        vhits = [h for h in vhits if h["id"] is not None and ("rec" not in h or _live(h["rec"]))]
+        fhits = [h for h in fhits if h["id"] is not None and ("rec" not in h or _live(h["rec"]))]
         for hit in vhits:
             cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
             out.vector.append((hit["id"], cosine))
@@ -1659,7 +1668,7 @@ class Neo4jStore(Store):
             hits = Records()
             for found in first.values():
                 for h in found:
-                    if "rec" in h:  # a full-text hit without one is a vector hit (see _hit_list)
+                    if "rec" in h and _live(h["rec"]):  # a full-text hit without one is a vector hit
                         hits.add_row(h["id"], h["rec"], _record_row)
         wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
         sub.records.copy_from(hits, wanted)
@@ -1682,8 +1691,8 @@ class Neo4jStore(Store):
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """ANN over-fetch per row, kept to the scope; rows whose neighbours all lie in other scopes
         get an exact pass over the scope in a second statement."""
-        rows, keep = self._directions(vectors, "query vector")
-        out: list[tuple[str, float] | None] = [None] * len(np.asarray(vectors).reshape(len(vectors), -1))
+        rows, keep, n = self._directions(vectors, "query vector")
+        out: list[tuple[str, float] | None] = [None] * n
         if not rows:
             return out
         params: dict[str, Any] = {"vecs": rows, "kk": 50}

@@ -294,7 +294,8 @@ def _required_dt(value: Any) -> datetime:
 def _gone(row: dict[str, Any]) -> bool:
     """A node or fact a concurrent transaction deleted after this read matched it: Neo4j reads
     committed data without holding it, and a deleted element's properties read as null."""
-    return row.get("id") is None or row.get("created_at") is None
+    return any(row.get(k) is None for k in ("id", "created_at")) or any(
+        k in row and row[k] is None for k in ("name", "relation"))
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -737,11 +738,15 @@ def drop_orphans_of(tx: ManagedTransaction, entity_ids: Iterable[str], batch: in
         tx.run(_DROP_ORPHANS, ids=part).consume()
 
 
+# After the scope's memories are gone, its entities go, except those a memory added meanwhile (by a
+# write that committed during this one) mentions: that memory keeps its graph, as if it came after.
 _DELETE_ENTITIES: Final = """
-MATCH (e:Entity) {hint} WHERE {scope}
+MATCH (e:Entity) {hint} WHERE {scope} AND NOT EXISTS {{ (:Memory)-[:MENTIONS]->(e) }}
 WITH e LIMIT $limit
-CALL (e) {{ MATCH (e)-->(v:Value) DETACH DELETE v }}
-DETACH DELETE e
+SET e._lock = true REMOVE e._lock
+WITH e, NOT EXISTS {{ (:Memory)-[:MENTIONS]->(e) }} AS orphan
+CALL (e, orphan) {{ WITH e WHERE orphan MATCH (e)-->(v:Value) DETACH DELETE v }}
+CALL (e, orphan) {{ WITH e WHERE orphan DETACH DELETE e }}
 RETURN count(*) AS n
 """
 _DELETE_QUARANTINE: Final = """

@@ -58,6 +58,7 @@ from .base import (
     merge_patch,
     seed_ids,
     stale_entities,
+    stale_memories,
 )
 from .files import create_private_file, make_private_dirs
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
@@ -491,7 +492,7 @@ class SQLiteStore(Store):
             found = dict(conn.execute(
                 f"SELECT id, hash FROM memories AS m WHERE m.id IN ({','.join('?' * len(ids))}) AND {where}",
                 [*ids, *params]).fetchall())
-            gone = [i for i, h in expect.memories.items() if i not in found or (h and found[i] != h)]
+            gone = stale_memories(expect, found)
             if gone:
                 raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
         if expect.entities:
