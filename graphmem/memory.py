@@ -43,7 +43,7 @@ from .models import (
     utcnow,
 )
 from .pipeline import GraphPlanner, TripleInput, parse_triples
-from .pipeline.graph import GraphPlan
+from .pipeline.graph import GraphPlan, triple_problems
 from .pipeline.ingest import AddRequest, Ingestor
 from .pipeline.retry import replanning
 from .search.access import AccessLog
@@ -141,7 +141,8 @@ def _metadata(metadata: object, limits: LimitsConfig | None = None) -> dict[str,
         value, depth, where = stack.pop()
         if isinstance(value, dict | list | tuple):
             if depth > max_depth:
-                raise InvalidInputError(f"{clip(where, 100)} is nested deeper than limits.max_metadata_depth ({max_depth})")
+                raise InvalidInputError(f"{clip(where, 100)} is nested deeper than limits.max_metadata_depth "
+                                        f"({max_depth})")
             if isinstance(value, dict):
                 for k, v in value.items():
                     if not isinstance(k, str):
@@ -386,7 +387,11 @@ class Memory:
         for entry in self.store.quarantined(scope):
             if wanted is not None and entry.id not in wanted:
                 continue
-            given = TripleInput.model_validate({k: v for k, v in entry.triple.items() if k != "relation_iri"})
+            try:
+                given = TripleInput.model_validate({k: v for k, v in entry.triple.items() if k != "relation_iri"})
+            except ValidationError as exc:  # quarantined before today's input checks: it stays
+                still.append({"quarantine_id": entry.id, "reasons": [triple_problems(exc)]})
+                continue
             exact = Scope(user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id)
             tries = 0
 
@@ -440,6 +445,7 @@ class Memory:
             hash=text_hash(text) if text is not None else None,
             vector=self.embedder.embed_one(text) if text is not None else None,
             metadata=_metadata(metadata) if metadata is not None else None,
+            max_metadata_bytes=self.config.limits.max_metadata_bytes,
         )
         replan = None
         if text is not None and infer:

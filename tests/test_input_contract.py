@@ -277,17 +277,18 @@ def test_accepted_times_stay_accepted(value: Any) -> None:
 def test_accepted_inputs_keep_working(mem: Memory, uid: str) -> None:
     """mem0-style calls accepted before the contract still work, on both backends alike."""
     limits = mem.config.limits
+    wide = uid + "ü" * (256 - len(uid))  # the longest scope id, unique to this test on the shared Neo4j
     added = mem.add(
         [{"role": "user", "content": "I adopted a cat named Miso", "name": "Ana Lúcia"},
          {"role": "assistant", "content": "Lovely.", "name": ""}],
-        infer=False, user_id="ü" * 256, agent_id="bot-1", metadata={"deep": _nested(limits.max_metadata_depth - 1),
+        infer=False, user_id=wide, agent_id="bot-1", metadata={"deep": _nested(limits.max_metadata_depth - 1),
                                                                      "big": 2**70, "tags": ["a", 1, None]},
         memory_type="episodic", timestamp=1714557600,
         triples=[{"source": "Ana Lúcia", "relation": "livesIn", "target": "Lisbon", "valid_from": "2024-01-01"},
                  {"source": "Ana Lúcia", "relation": "age", "target": 41}],
     )
     assert [r["event"] for r in added["results"]] == ["ADD", "ADD"]
-    scope = {"user_id": "ü" * 256}
+    scope = {"user_id": wide}
     assert mem.get_all(**scope, filters={"tags": {"contains": "a"}, "memory_type": {"in": ("episodic",)}},
                        limit=limits.max_list_limit)["results"]
     assert mem.search("cat", **scope, top_k=limits.max_top_k, threshold=0, explain=True,
@@ -377,3 +378,16 @@ def test_identical_messages_in_one_add(mem: Memory, uid: str) -> None:
                   infer=False, user_id=uid)
     assert [r["event"] for r in out["results"]] == ["ADD", "NONE"]
     assert out["results"][0]["id"] == out["results"][1]["id"]
+
+
+def test_updates_cannot_grow_metadata_past_the_limit(backend: str, tmp_path: Path, uid: str) -> None:
+    """Each patch is under limits.max_metadata_bytes, but merged they would not be: the update that
+    crosses the bound is refused inside its transaction, and the stored metadata stays as it was."""
+    cfg = MemoryConfig.load(make_config(backend, tmp_path, limits={"max_metadata_bytes": 300}))
+    with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+        mid = m.add("notes", user_id=uid, infer=False, metadata={"a": "x" * 100})["results"][0]["id"]
+        m.update(mid, metadata={"b": "y" * 100}, user_id=uid)
+        with pytest.raises(InvalidInputError, match="max_metadata_bytes"):
+            m.update(mid, metadata={"c": "z" * 100}, user_id=uid)
+        assert m.get(mid, user_id=uid)["metadata"] == {"a": "x" * 100, "b": "y" * 100}
+        assert len(m.history(mid, user_id=uid)) == 2

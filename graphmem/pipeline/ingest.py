@@ -178,8 +178,9 @@ class Ingestor:
                              created_at=now)
                 for d, _ in fresh
             ]
-            for d in drafts:  # a duplicate's memory is linked to: it must still exist at commit
-                if d.event is EventType.NONE and d.id:
+            created = {m.record.id for m in change.memories}
+            for d in drafts:  # a stored duplicate's memory is linked to: it must still exist at commit
+                if d.event is EventType.NONE and d.id and d.id not in created:
                     change.expect.memories.setdefault(d.id, d.hash or "")
             if change.memories or change.events or change.relations or change.quarantine:
                 self.store.write(req.scope, change)

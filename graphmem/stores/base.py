@@ -9,6 +9,7 @@ entirely or not at all.
 from __future__ import annotations
 
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -18,11 +19,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import UnsupportedError
+from ..errors import InvalidInputError, UnsupportedError
 from ..filters import Filter
 from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
 
 Vector = npt.NDArray[np.float32]
+
+
+def patched_metadata(current: dict[str, Any], patch: MemoryPatch) -> dict[str, Any]:
+    """``current`` with ``patch.metadata`` merged in, refused when the result outgrows
+    ``patch.max_metadata_bytes`` (each patch is bounded, but patches add up)."""
+    if patch.metadata is None:
+        return current
+    merged = merge_patch(current, patch.metadata)
+    if patch.max_metadata_bytes is not None:
+        size = len(json.dumps(merged, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > patch.max_metadata_bytes:
+            raise InvalidInputError(f"the merged metadata would be {size:,} bytes, more than "
+                                    f"limits.max_metadata_bytes ({patch.max_metadata_bytes:,}); nothing was changed")
+    return merged
 
 
 def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +125,8 @@ class MemoryPatch:
     metadata: dict[str, Any] | None = None
     """Merged into the stored metadata as a JSON merge patch (RFC 7396): a ``None`` value removes the
     key. Merging happens inside the write transaction, so concurrent patches never lose each other."""
+    max_metadata_bytes: int | None = None
+    """The merged metadata's bound (``limits.max_metadata_bytes``), checked inside the transaction."""
 
 
 @dataclass

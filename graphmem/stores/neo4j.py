@@ -97,7 +97,7 @@ from .base import (
     Subgraph,
     Vector,
     WriteResult,
-    merge_patch,
+    patched_metadata,
     seed_ids,
     stale_entities,
     stale_memories,
@@ -1191,7 +1191,7 @@ class Neo4jStore(Store):
                 if twin is not None:
                     raise DuplicateMemoryError(
                         f"memory {twin['id']} of this scope already has that text; delete one of them instead")
-            metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
+            metadata = patched_metadata(old.metadata, patch)
             metadata, metadata_json = _normalize_metadata(metadata, "metadata of the update")
             mirror = mirror_properties(metadata)
             props: dict[str, Any] = {k: None for k in row["mirrored"] if k not in mirror}

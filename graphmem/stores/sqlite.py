@@ -55,7 +55,7 @@ from .base import (
     Subgraph,
     Vector,
     WriteResult,
-    merge_patch,
+    patched_metadata,
     seed_ids,
     stale_entities,
     stale_memories,
@@ -549,7 +549,7 @@ class SQLiteStore(Store):
                 sets["memory"], sets["hash"], sets["identity"] = patch.text, patch.hash, patch.hash
             if patch.vector is not None:
                 sets["embedding"] = np.ascontiguousarray(patch.vector, dtype=np.float32).tobytes()
-            metadata = old.metadata if patch.metadata is None else merge_patch(old.metadata, patch.metadata)
+            metadata = patched_metadata(old.metadata, patch)
             sets["metadata"] = json.dumps(metadata, ensure_ascii=False)
             conn.execute(
                 f"UPDATE memories SET {', '.join(f'{k} = ?' for k in sets)} WHERE id = ?",
