@@ -159,7 +159,7 @@ def run_threads(m: Memory, scope: Scope, threads: int, rounds: int) -> dict[str,
         for r in range(rounds):
             got = fn(m, scope, threads, f"{name}{r}x{uuid.uuid4().hex[:6]}")
             counts.append(got["copies"])
-            errors += [f"{type(e).__name__}: {str(e)[:200]}" for e in got["errors"]]
+            errors += [f"{type(e).__name__}: {e} | cause: {e.__cause__!r}"[:2000] for e in got["errors"]]
         out[name] = {"rounds": rounds, "broken_rounds": sum(c != 1 for c in counts), "max_copies": max(counts),
                      "errors": len(errors), "error_samples": errors[:3]}
     report = m.dry_run(m.ontology, user_id=scope.user_id)

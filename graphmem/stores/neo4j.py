@@ -549,18 +549,7 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 # --------------------------------------------------------------------------------------------------
 # Queries
 
-_INSERT_MEMORIES_PROC: Final = """
-UNWIND $rows AS r
-CREATE (m:Memory)
-SET m = r.props
-WITH m, r WHERE r.vec IS NOT NULL
-CALL db.create.setNodeVectorProperty(m, 'embedding', r.vec)
-"""
-_INSERT_MEMORIES_SET: Final = """
-UNWIND $rows AS r
-CREATE (m:Memory)
-SET m = r.props, m.embedding = r.vec
-"""
+_INSERT_MEMORIES: Final = graph.merge_new("Memory", vector_proc=_VECTOR_WRITE_PROC)
 _INSERT_HISTORY: Final = """
 UNWIND $rows AS r
 CREATE (h:HistoryEvent)
@@ -623,10 +612,12 @@ def _conflicts() -> Iterator[None]:
     writer created it first, so this write's plan is out of date."""
     try:
         yield
-    except neo4j_errors.ConstraintError as exc:
-        if "identity" not in (exc.message or ""):
+    except (neo4j_errors.ConstraintError, neo4j_errors.ResultFailedError) as exc:
+        # the driver repeats a failed statement's error as ResultFailedError when it rolls back
+        first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
+        if not isinstance(first, neo4j_errors.ConstraintError) or "identity" not in (first.message or ""):
             raise
-        raise ConflictError(f"a concurrent write stored the same memory or entity first ({exc.message})") from exc
+        raise ConflictError(f"a concurrent write stored the same memory or entity first ({first.message})") from exc
 
 
 def _plain(value: Any) -> Any:
@@ -1090,9 +1081,8 @@ class Neo4jStore(Store):
         self, tx: ManagedTransaction, memory_rows: Sequence[dict[str, Any]], event_rows: Sequence[dict[str, Any]]
     ) -> None:
         batch = self._cfg.write_batch_size
-        query = _INSERT_MEMORIES_PROC if _VECTOR_WRITE_PROC else _INSERT_MEMORIES_SET
         for chunk in _chunks(memory_rows, batch):
-            tx.run(query, rows=list(chunk)).consume()
+            graph.run_merge_new(tx, _INSERT_MEMORIES, chunk, "memory")
         # ``seq`` (write order) breaks ties of ``created_at``: one write's ADD and SUPERSEDE events
         # share a time, and history lists them in the order they were written.
         seq = time.time_ns()

@@ -351,18 +351,30 @@ def _aliases_props(aliases: Sequence[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # Writes
 
-_CREATE_ENTITIES_PROC: Final = """
-UNWIND $rows AS r
-CREATE (e:Entity{labels})
-SET e = r.props
-WITH e, r WHERE r.vec IS NOT NULL
-CALL db.create.setNodeVectorProperty(e, 'embedding', r.vec)
-"""
-_CREATE_ENTITIES_SET: Final = """
-UNWIND $rows AS r
-CREATE (e:Entity{labels})
-SET e = r.props, e.embedding = r.vec
-"""
+def merge_new(label: str, labels: Sequence[str] = (), *, vector_proc: bool = True) -> str:
+    """``UNWIND $rows`` of new nodes (``r.props``, ``r.vec``), each MERGEd on its constrained
+    ``identity``; returns ``lost``: the ids of rows whose identity another writer holds already.
+
+    Why MERGE rather than CREATE: both wait for a concurrent writer of the same identity to commit,
+    but CREATE then fails the statement (and the driver reports that failure again while rolling
+    back), where MERGE finds the other node, so the write can tell what it lost and plan again."""
+    extra = f", n{_labels_clause(labels)}" if labels else ""
+    vector = ("CALL (n, r, ours) { WITH n, r WHERE ours AND r.vec IS NOT NULL "
+              "CALL db.create.setNodeVectorProperty(n, 'embedding', r.vec) } ") if vector_proc else \
+        "FOREACH (_ IN CASE WHEN ours THEN [1] ELSE [] END | SET n.embedding = r.vec) "
+    return (f"UNWIND $rows AS r MERGE (n:{label} {{identity: r.props.identity}}) ON CREATE SET n = r.props{extra} "
+            f"WITH n, r, n.id = r.props.id AS ours {vector}"
+            "WITH r, ours WHERE NOT ours RETURN collect(r.props.id) AS lost")
+
+
+def run_merge_new(tx: ManagedTransaction, query: str, rows: Sequence[dict[str, Any]], what: str) -> None:
+    """Run a :func:`merge_new` query; a lost identity is a :class:`ConflictError` (the caller plans again)."""
+    row = tx.run(query, rows=list(rows)).single()
+    if row is not None and row["lost"]:
+        raise ConflictError(f"a concurrent write stored {what} {row['lost'][0]} first (same scope and "
+                            f"{'name' if what == 'entity' else 'text'})")
+
+
 # Classes and aliases are added to the stored lists, not replaced: two writers growing one entity
 # both keep what they added (the node's write lock orders them).
 _UPDATE_ENTITIES: Final = """
@@ -506,11 +518,10 @@ def write_graph(
         row = {"props": {k: v for k, v in props.items() if v is not None},
                "vec": vector(item.vector, f"embedding of entity {e.id}")}
         groups.setdefault(tuple(class_labels(e.classes)), []).append(row)
-    create = _CREATE_ENTITIES_PROC if vector_proc else _CREATE_ENTITIES_SET
     for labels, rows in groups.items():
-        query = create.replace("{labels}", _labels_clause(labels))
+        query = merge_new("Entity", labels, vector_proc=vector_proc)
         for chunk in _chunks(rows, batch):
-            tx.run(query, rows=chunk).consume()
+            run_merge_new(tx, query, chunk, "entity")
 
     # Entity updates: classes and aliases replaced, labels of new classes added.
     if change.entity_updates:
