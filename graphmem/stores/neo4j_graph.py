@@ -369,6 +369,9 @@ def merge_new(label: str, labels: Sequence[str] = (), *, vector_proc: bool = Tru
 
 def run_merge_new(tx: ManagedTransaction, query: str, rows: Sequence[dict[str, Any]], what: str) -> None:
     """Run a :func:`merge_new` query; a lost identity is a :class:`ConflictError` (the caller plans again)."""
+    identities = [r["props"]["identity"] for r in rows]
+    if len(set(identities)) != len(identities) or len({r["props"]["id"] for r in rows}) != len(rows):
+        raise StoreError(f"one write holds two {what} rows with the same id or identity; nothing was written")
     row = tx.run(query, rows=list(rows)).single()
     if row is not None and row["lost"]:
         raise ConflictError(f"a concurrent write stored {what} {row['lost'][0]} first (same scope and "
