@@ -39,6 +39,7 @@ from .models import (
     clean_text,
     new_id,
     parse_datetime,
+    refuse_controls,
     text_hash,
     utcnow,
 )
@@ -57,7 +58,6 @@ log = logging.getLogger("graphmem")
 
 MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_NAME_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _DEFAULT_LIMITS = LimitsConfig()
 
 
@@ -120,11 +120,7 @@ def _speaker(name: str, what: str, max_chars: int) -> None:
     if len(name) > max_chars:
         raise InvalidInputError(f"{what} has {len(name):,} characters, more than limits.max_name_chars "
                                 f"({max_chars}): {short(name)}")
-    bad = _NAME_BAD.search(name)
-    if bad:
-        kind = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
-        raise InvalidInputError(f"{what} holds {kind} (U+{ord(bad.group()):04X}) at offset {bad.start()}: "
-                                f"{short(name)}")
+    refuse_controls(name, what)
 
 
 def _metadata(metadata: object, limits: LimitsConfig | None = None) -> dict[str, Any]:

@@ -55,12 +55,18 @@ def check_id(value: object, what: str) -> str:
     if len(value) > MAX_ID_CHARS:
         raise InvalidInputError(f"{what} has {len(value):,} characters; ids have at most {MAX_ID_CHARS} "
                                 f"({short(value)})")
+    refuse_controls(value, what)
+    return value
+
+
+def refuse_controls(value: str, what: str) -> None:
+    """Refuse a one-line name (an id, a speaker) holding a C0/C1 control or a lone surrogate,
+    naming the character and where it is."""
     bad = _ID_BAD.search(value)
     if bad:
         kind = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
         raise InvalidInputError(f"{what} holds {kind} (U+{ord(bad.group()):04X}) at offset {bad.start()}: "
                                 f"{short(value)}")
-    return value
 
 
 def clean_text(text: object, *, what: str = "text", max_chars: int | None = None,

@@ -27,6 +27,24 @@ GM = "https://graphmem.dev/ontology#"
 SOAK_SECONDS = float(os.environ.get("GRAPHMEM_SOAK_SECONDS", "15"))
 
 
+def run_threads(work: list[tuple[Any, int]]) -> list[BaseException]:
+    """Run each ``fn(i)`` of ``work`` in its own thread; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def guarded(fn: Any, i: int) -> None:
+        try:
+            fn(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=job) for job in work]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
 def memory(backend: str, tmp_path: Path, **extra: Any) -> Memory:
     return Memory(MemoryConfig.load(make_config(backend, tmp_path, **extra)), embedder=HashingEmbedder(384))
 
@@ -120,7 +138,6 @@ def test_delete_all_while_writers_add(backend: str, tmp_path: Path, uid: str) ->
     with memory(backend, tmp_path) as m:
         scope = Scope(user_id=uid)
         stop = time.monotonic() + 4
-        errors: list[BaseException] = []
 
         def writer(w: int) -> None:
             n = 0
@@ -135,18 +152,7 @@ def test_delete_all_while_writers_add(backend: str, tmp_path: Path, uid: str) ->
                 m.delete_all(user_id=uid)
                 time.sleep(0.3)
 
-        def guarded(fn: Any, i: int) -> None:
-            try:
-                fn(i)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(3)]
-        threads.append(threading.Thread(target=guarded, args=(wiper, 0)))
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = run_threads([(writer, i) for i in range(3)] + [(wiper, 0)])
         assert not errors, "\n".join(f"{type(e).__name__}: {e}" for e in errors[:3])
         survivors = m.get_all(user_id=uid, limit=10_000)["results"]
         for rec in survivors:
@@ -171,7 +177,6 @@ def test_soak_writers_and_readers(backend: str, tmp_path: Path, uid: str) -> Non
         people = ["Ada", "Bruno", "Chen", "Dara"]
         towns = ["Lisbon", "Porto", "Braga", "Faro", "Evora"]
         stop = time.monotonic() + SOAK_SECONDS
-        errors: list[BaseException] = []
         expected: dict[str, str] = {}
         deleted: set[str] = set()
         lock = threading.Lock()
@@ -220,18 +225,7 @@ def test_soak_writers_and_readers(backend: str, tmp_path: Path, uid: str) -> Non
                 with lock:
                     ops["search"] += 1
 
-        def guarded(fn: Any, i: int) -> None:
-            try:
-                fn(i)
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=guarded, args=(writer, i)) for i in range(4)]
-        threads += [threading.Thread(target=guarded, args=(reader, i)) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = run_threads([(writer, i) for i in range(4)] + [(reader, i) for i in range(2)])
         assert not errors, "\n".join(f"{type(e).__name__}: {e}" for e in errors[:3])
         assert ops["add"] > 10 and ops["search"] > 5, ops
         stored = {r["id"]: r["memory"] for r in m.get_all(user_id=uid, limit=10_000)["results"]}
