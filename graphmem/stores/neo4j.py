@@ -167,7 +167,9 @@ _MEMORY_FIELDS: Final = (
     "last_accessed_at",
 )
 _MEMORY_TIMES: Final = TIME_FIELDS | {"last_accessed_at"}
-_CREATED: Final = _MEMORY_FIELDS.index("created_at")
+_REQUIRED: Final = ("id", "memory", "hash", "created_at")
+"""Fields every stored memory has: one that reads as null belongs to a memory deleted mid-read."""
+_REQUIRED_AT: Final = tuple(_MEMORY_FIELDS.index(f) for f in _REQUIRED)
 _HISTORY_FIELDS: Final = (
     "id",
     "memory_id",
@@ -486,7 +488,12 @@ def _live(values: list[Any] | None) -> bool:
     """Whether a :data:`_MEMORY_ROW` list is a whole record: a memory a concurrent transaction
     deleted after this read matched it reads, in part or whole, as nulls (Neo4j reads committed
     data without holding it)."""
-    return values is not None and values[0] is not None and values[_CREATED] is not None
+    return values is not None and all(values[i] is not None for i in _REQUIRED_AT)
+
+
+def _live_dict(rec: dict[str, Any]) -> bool:
+    """:func:`_live` for a :data:`_MEMORY_PROJ` map."""
+    return all(rec.get(f) is not None for f in _REQUIRED)
 
 
 def _record_row(values: list[Any]) -> MemoryRecord:
@@ -1344,7 +1351,7 @@ class Neo4jStore(Store):
         where = scope_where(scope, "m", params)
         query = f"MATCH (m:Memory {{id: $id}}) WHERE {where} RETURN {_MEMORY_PROJ} AS rec"
         row = self._read("get", lambda tx: tx.run(query, params).single())
-        return _record(row["rec"]) if row is not None and row["rec"]["created_at"] is not None else None
+        return _record(row["rec"]) if row is not None and _live_dict(row["rec"]) else None
 
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         """Newest first (``created_at`` descending, then ``id`` ascending)."""
@@ -1361,7 +1368,7 @@ class Neo4jStore(Store):
             f"RETURN {_MEMORY_PROJ} AS rec ORDER BY m.created_at DESC, m.id ASC LIMIT $limit"
         )
         rows = self._read("list", lambda tx: tx.run(query, params).data())
-        return [_record(r["rec"]) for r in rows if r["rec"]["created_at"] is not None]  # None: deleted meanwhile
+        return [_record(r["rec"]) for r in rows if _live_dict(r["rec"])]
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
         params: dict[str, Any] = {"id": memory_id}
