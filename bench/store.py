@@ -61,7 +61,10 @@ def corpus(n: int, n_queries: int, data: Path) -> tuple[list[str], list[str], st
         texts = [d["text"] for c in json.load(f)["collections"] for d in c["docs"] if d["text"].strip()]
     with gzip.open(query_file) as f:
         queries = [q["text"] for c in json.load(f)["collections"] for q in c["queries"]]
-    texts = list(dict.fromkeys(texts))
+    by_hash: dict[str, str] = {}
+    for t in texts:  # one memory per normalized text: the store's identity (SPEC, concurrency)
+        by_hash.setdefault(text_hash(t), t)
+    texts = list(by_hash.values())
     if len(texts) < n:
         texts += sentences(n - len(texts), 1)
     return texts[:n], queries[:n_queries], f"{docs_file.name} turns, {query_file.name} questions"
