@@ -14,7 +14,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .errors import ConfigError
@@ -65,8 +65,10 @@ def _describe(exc: ValidationError) -> str:
 
 
 class StoreConfig(_Section):
-    provider: Literal["sqlite", "neo4j"] = "sqlite"
-    """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt."""
+    provider: str = Field("sqlite", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt.
+    Another name: a backend registered with :func:`graphmem.stores.register_store` or installed as a
+    ``graphmem.stores`` entry point."""
     path: Path | None = None
     """SQLite file; default ``<home>/graphmem.db``."""
     busy_timeout_ms: int = Field(30_000, ge=0)
@@ -105,6 +107,16 @@ class StoreConfig(_Section):
     cypher_max_rows: int = Field(10_000, ge=1)
     """Neo4j: most rows an analyst query may return; graphmem stops reading at the next one and raises
     ``RowLimitError`` (add a ``LIMIT``) rather than hand back a silently cut result."""
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, name: str) -> str:
+        from .stores.registry import providers
+
+        known = providers()
+        if name not in known:
+            raise ValueError(f"no store provider {name!r}; available: {', '.join(known)}")
+        return name
 
     @model_validator(mode="after")
     def _credentials_from_uri(self) -> StoreConfig:

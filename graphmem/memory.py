@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
-from .chunking import Chunk
 from .config import LimitsConfig, MemoryConfig
 from .embedding import Embedder, create_embedder
 from .errors import InvalidInputError, NotFoundError, clip, short
@@ -30,25 +29,22 @@ from .filters import Filter
 from .filters import parse as parse_filters
 from .models import (
     EventType,
-    MemoryRecord,
     MemoryType,
     Message,
-    QuarantineEntry,
     Scope,
     check_id,
     clean_text,
-    new_id,
     parse_datetime,
     refuse_controls,
-    text_hash,
     utcnow,
 )
-from .pipeline import GraphPlanner, TripleInput, parse_triples
-from .pipeline.graph import GraphPlan, triple_problems
+from .pipeline import TripleInput, parse_triples
 from .pipeline.ingest import AddRequest, Ingestor
-from .pipeline.retry import replanning
+from .pipeline.parts import Parts
+from .pipeline.recheck import recheck as recheck_quarantine
+from .pipeline.update import update as update_memory
 from .search.access import AccessLog
-from .stores.base import MemoryPatch, Store
+from .stores import Store, create_store
 
 if TYPE_CHECKING:
     from .ontology import Guard, Ontology
@@ -68,16 +64,6 @@ def _when(value: object, name: str) -> datetime | None:
         raise InvalidInputError(f"{name} must be a datetime, ISO-8601 string or Unix seconds, "
                                 f"got {type(value).__name__}")
     return parse_datetime(value, what=name)  # type: ignore[arg-type]  # any real number is seconds
-
-
-def _create_store(config: MemoryConfig) -> Store:
-    if config.store.provider == "neo4j":
-        from .stores.neo4j import Neo4jStore
-
-        return Neo4jStore(config.store, config.search)
-    from .stores.sqlite import SQLiteStore
-
-    return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms)
 
 
 def _messages(messages: MessagesInput, limits: LimitsConfig) -> list[Message]:
@@ -218,41 +204,35 @@ class Memory:
         embedder: Embedder | None = None,
         store: Store | None = None,
         reranker: Reranker | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
+        """Every part is optional: ``embedder``, ``store`` (unopened), ``reranker`` and ``extractor``
+        replace what the configuration would build, e.g. a store of your own or an extractor for
+        your domain (any :class:`~graphmem.extraction.Extractor`)."""
         self.config = MemoryConfig.load(config)
         self.embedder = embedder or create_embedder(self.config.embedder)
-        self.store = store or _create_store(self.config)
+        self.store = store or create_store(self.config)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
-        self._ontology: Ontology | None = None
-        self._guard: Guard | None = None
-        self._extractor_instance: Extractor | None = None
-        self._chunker: Any = None
+        self._parts = Parts(self.config, self.store, self.embedder, extractor=extractor)
+        self._ingestor = Ingestor(self._parts)
         self._reranker_given = reranker
         self._reranker_loaded: CrossEncoderReranker | None = None
         self._access = AccessLog()
 
     @property
     def ontology(self) -> Ontology:
-        """The compiled ontology and shapes, loaded on first use (compiling takes about a second)."""
-        if self._ontology is None:
-            from .ontology import Ontology
-
-            cfg = self.config.ontology
-            self._ontology = Ontology.load(cfg.ontology, cfg.shapes)
-        return self._ontology
+        """The compiled ontology and shapes, loaded on first use."""
+        return self._parts.ontology
 
     @property
     def guard(self) -> Guard:
-        if self._guard is None:
-            from .ontology import Guard
+        return self._parts.guard
 
-            self._guard = Guard(self.ontology)
-        return self._guard
-
-    def _planner(self) -> GraphPlanner:
-        return GraphPlanner(self.ontology, self.guard, self.store, self.embedder,
-                            type_untyped=self.config.ontology.type_untyped_entities,
-                            similarity=self.config.dedup.entity_similarity)
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor ``add(infer=True)`` uses: the one given, else the configured LLM, else the
+        rule-based one."""
+        return self._parts.extractor
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> Memory:
@@ -311,37 +291,7 @@ class Memory:
         event_time = _when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
         request = AddRequest(scope, msgs, meta, mtype, event_time, facts, _flag(infer, "infer"), expires)
-        return self._ingestor().add(request, now)
-
-    def _ingestor(self) -> Ingestor:
-        return Ingestor(self.config, self.store, self.embedder, self._planner, self._extractor, self._chunk)
-
-    @property
-    def extractor(self) -> Extractor:
-        """The extractor ``add(infer=True)`` uses: the configured LLM, else the rule-based one."""
-        return self._extractor()
-
-    def _extractor(self) -> Extractor:
-        if self._extractor_instance is None:
-            if self.config.llm.provider == "openai":
-                from .extraction.llm import LLMExtractor
-
-                self._extractor_instance = LLMExtractor(self.config.llm)
-            else:
-                from .extraction.rules import RuleExtractor
-
-                self._extractor_instance = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity)
-            log.info("graphmem extractor: %s", self._extractor_instance.name)
-        return self._extractor_instance
-
-    def _chunk(self, lines: list[str]) -> list[Chunk]:
-        if self._chunker is None:
-            from .chunking import from_config
-
-            model = self.config.llm.model if self.config.llm.provider == "openai" else None
-            self._chunker = from_config(self.config.chunking, model, embed=self.embedder.embed)
-        chunks: list[Chunk] = self._chunker.chunk_messages(lines)
-        return chunks
+        return self._ingestor.add(request, now)
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
@@ -376,41 +326,7 @@ class Memory:
         grew) and write those that now pass, each entry in its own transaction."""
         scope = Scope.of(user_id, agent_id, run_id)
         ids = _ids(ids, "ids")
-        wanted = set(ids) if ids is not None else None
-        released: list[dict[str, Any]] = []
-        still: list[dict[str, Any]] = []
-        planner = self._planner()
-        for entry in self.store.quarantined(scope):
-            if wanted is not None and entry.id not in wanted:
-                continue
-            try:
-                given = TripleInput.model_validate({k: v for k, v in entry.triple.items() if k != "relation_iri"})
-            except ValidationError as exc:  # quarantined before today's input checks: it stays
-                still.append({"quarantine_id": entry.id, "reasons": [triple_problems(exc)]})
-                continue
-            exact = Scope(user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id)
-            tries = 0
-
-            def attempt(entry: QuarantineEntry = entry, given: TripleInput = given, exact: Scope = exact) -> bool:
-                """Plan and write one entry; ``False`` when another recheck released it meanwhile."""
-                nonlocal tries
-                tries += 1
-                if tries > 1 and entry.id not in {q.id for q in self.store.quarantined(exact)}:
-                    return False
-                records = {m: self.store.get(m, exact) for m in entry.memory_ids}
-                live = {m: r.hash for m, r in records.items() if r is not None}
-                plan = planner.plan(exact, [given], list(live), utcnow())
-                if plan.rejected:
-                    still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
-                    return True
-                plan.change.released = [entry.id]
-                plan.change.expect.memories.update(live)
-                self.store.write(exact, plan.change)
-                released.append({"quarantine_id": entry.id, **plan.added[0]})
-                return True
-
-            replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *exact.items()))
-        return {"released": released, "still_rejected": still}
+        return recheck_quarantine(self._parts, scope, set(ids) if ids is not None else None)
 
     def update(
         self,
@@ -431,34 +347,13 @@ class Memory:
         scope = Scope.of(user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         _metadata(metadata, self.config.limits)
-        _flag(infer, "infer")
+        infer = _flag(infer, "infer")
         if data is None and metadata is None:
             raise InvalidInputError("update needs new text (data) and/or metadata")
-        max_chars = self.config.limits.max_memory_chars
-        text = clean_text(data, what="data", max_chars=max_chars) if data is not None else None
-        patch = MemoryPatch(
-            updated_at=utcnow(), event_id=new_id(), text=text,
-            hash=text_hash(text) if text is not None else None,
-            vector=self.embedder.embed_one(text) if text is not None else None,
-            metadata=_metadata(metadata) if metadata is not None else None,
-            max_metadata_bytes=self.config.limits.max_metadata_bytes,
-        )
-        replan = None
-        if text is not None and infer:
-            current = self.store.get(memory_id, scope)
-            if current is None:
-                raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
-            replan = self._ingestor().relink(current.scope, current, text, patch.updated_at)
-
-        def attempt() -> tuple[MemoryRecord | None, GraphPlan | None]:
-            relink = replan() if replan is not None else None
-            return self.store.update(memory_id, scope, patch, relink.change if relink else None), relink
-
-        record, relink = replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *scope.items()))
-        if record is None:
-            raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
-        relations = relink.summary() if relink else {"added": [], "superseded": [], "rejected": []}
-        return {**record.public(), "event": EventType.UPDATE.value, "relations": relations}
+        limit = self.config.limits.max_memory_chars
+        text = clean_text(data, what="data", max_chars=limit) if data is not None else None
+        meta = _metadata(metadata) if metadata is not None else None
+        return update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
 
     def delete(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
@@ -666,8 +561,10 @@ class AsyncMemory:
         *,
         embedder: Embedder | None = None,
         store: Store | None = None,
+        reranker: Reranker | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
-        self.sync = Memory(config, embedder=embedder, store=store)
+        self.sync = Memory(config, embedder=embedder, store=store, reranker=reranker, extractor=extractor)
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> AsyncMemory:
@@ -717,3 +614,9 @@ class AsyncMemory:
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -360,16 +360,18 @@ class _Sloppy(Extractor):
 
 
 def test_dropped_extractions_are_reported(mem: Memory, uid: str) -> None:
-    mem._extractor_instance = _Sloppy()
-    out = mem.add("Alice lives in Lisbon", user_id=uid)
-    assert [r["memory"] for r in out["results"]] == ["Alice lives in Lisbon"]
-    dropped = out["dropped"]
-    assert [d.get("memory") for d in dropped if "memory" in d] == ["bad\x00text", "   "]
-    triples = [d for d in dropped if "triple" in d]
-    assert len(triples) == 2 and all(d["reason"] for d in dropped)
-    assert len(triples[1]["triple"]["target"]) <= 100
-    assert len(out["relations"]["added"]) == 1
-    assert mem.add("plain", infer=False, user_id=uid).get("dropped") is None
+    """An extractor given to ``Memory(extractor=...)`` is the one ``add`` uses."""
+    with Memory(mem.config, embedder=mem.embedder, extractor=_Sloppy()) as own:
+        assert isinstance(own.extractor, _Sloppy)
+        out = own.add("Alice lives in Lisbon", user_id=uid)
+        assert [r["memory"] for r in out["results"]] == ["Alice lives in Lisbon"]
+        dropped = out["dropped"]
+        assert [d.get("memory") for d in dropped if "memory" in d] == ["bad\x00text", "   "]
+        triples = [d for d in dropped if "triple" in d]
+        assert len(triples) == 2 and all(d["reason"] for d in dropped)
+        assert len(triples[1]["triple"]["target"]) <= 100
+        assert len(out["relations"]["added"]) == 1
+        assert own.add("plain", infer=False, user_id=uid).get("dropped") is None
 
 
 def test_identical_messages_in_one_add(mem: Memory, uid: str) -> None:

@@ -18,15 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..chunking import Chunk
-from ..config import MemoryConfig
-from ..embedding import Embedder
 from ..errors import InvalidInputError
 from ..extraction import (
     ExtractedTriple,
     Extraction,
     ExtractionContext,
-    Extractor,
     KnownEntity,
     KnownMemory,
     Rejection,
@@ -44,8 +40,9 @@ from ..models import (
     parse_datetime,
     text_hash,
 )
-from ..stores.base import NewMemory, Store
-from .graph import GraphPlan, GraphPlanner, TripleInput
+from ..stores.base import NewMemory
+from .graph import GraphPlan, TripleInput
+from .parts import Parts
 from .retry import replanning
 
 log = logging.getLogger("graphmem")
@@ -122,18 +119,14 @@ def render(message: Message, text: str) -> str:
 
 
 class Ingestor:
-    """Runs ``add`` for one :class:`~graphmem.memory.Memory`. Holds no per-call state."""
+    """Runs ``add`` for one :class:`~graphmem.memory.Memory` over its :class:`Parts`. Holds no
+    per-call state."""
 
-    def __init__(
-        self, config: MemoryConfig, store: Store, embedder: Embedder, planner: Callable[[], GraphPlanner],
-        extractor: Callable[[], Extractor], chunker: Callable[[list[str]], list[Chunk]],
-    ) -> None:
-        self.config = config
-        self.store = store
-        self.embedder = embedder
-        self.planner = planner
-        self.extractor = extractor
-        self.chunker = chunker
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.config = parts.config
+        self.store = parts.store
+        self.embedder = parts.embedder
 
     def add(self, req: AddRequest, now: datetime) -> dict[str, Any]:
         max_chars = self.config.limits.max_memory_chars
@@ -203,7 +196,7 @@ class Ingestor:
         message = Message(role=memory.role or "user", content=text, name=memory.actor_id)
         req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
         extracted = self._extract(req, [(message, text)], now)
-        return lambda: self.planner().plan(
+        return lambda: self.parts.planner.plan(
             scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time, replacing=memory.id,
             aliases=extracted.aliases, mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
 
@@ -245,7 +238,9 @@ class Ingestor:
         ids = [d.id or "" for d in drafts]
         mentions = [(m.name, m.type, list(dict.fromkeys(ids[i] for i in m.drafts)))
                     for m in (extracted.mentions if extracted is not None else [])]
-        return self.planner().plan(
+        if not facts and not mentions:  # nothing for the graph: no need to load the ontology
+            return GraphPlan()
+        return self.parts.planner.plan(
             req.scope, [f.triple for f in facts], [], now, req.event_time,
             provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
             aliases=extracted.aliases if extracted is not None else None, mentions=mentions,
@@ -257,7 +252,7 @@ class Ingestor:
         the corrections. The first round's rejected triples stay quarantined either way: what the
         model first said is kept with its reasons, never lost. ``asked``: the model's answers by
         chunk and rejections, so a re-plan after a write conflict asks again only what changed."""
-        extractor = self.extractor()
+        extractor = self.parts.extractor
         rejected = [i for i, v in enumerate(first.verdicts) if not v.accepted and facts[i].chunk is not None]
         by_chunk: dict[int, list[int]] = {}
         for i in rejected:
@@ -291,15 +286,15 @@ class Ingestor:
         reference = req.event_time or now
         roles = {m.name or m.role: m.role for m, _ in texts}  # speaker label -> the role it speaks in
         speakers = sorted(roles)
-        pieces = self.chunker([render(m, t) for m, t in texts])
+        pieces = self.parts.chunk([render(m, t) for m, t in texts])
         out.chunks = [c.text for c in pieces]
         out.counter = pieces[0].counter if pieces else ""
-        extractor = self.extractor()
+        extractor = self.parts.extractor
         # chunk vectors only serve to show the extractor related memories; the rule extractor reads none
         vectors = self.embedder.embed(out.chunks) if extractor.uses_known_memories else [None] * len(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
-                ontology=self.planner().ontology, reference_time=reference, speakers=speakers,
+                ontology=self.parts.planner.ontology, reference_time=reference, speakers=speakers,
                 memories=self._known_memories(req.scope, chunk, vec) if vec is not None else [],
                 entities=self._known_entities(req.scope, chunk),
             )

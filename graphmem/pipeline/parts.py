@@ -1,0 +1,107 @@
+"""The parts every write operation of one :class:`~graphmem.memory.Memory` shares, built once.
+
+The ontology, the guard, the extractor and the chunker are loaded on first use, not when the
+``Memory`` is made: a process that only searches never compiles shapes or loads spaCy. A part given
+by the caller (``Memory(extractor=...)``) is used as it is. Memory objects are shared by the threads
+of a server, so each part is built under a lock, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..config import MemoryConfig
+from ..embedding import Embedder
+from ..stores.base import Store
+
+if TYPE_CHECKING:
+    from ..chunking import Chunk
+    from ..extraction import Extractor
+    from ..ontology import Guard, Ontology
+    from .graph import GraphPlanner
+
+log = logging.getLogger("graphmem")
+T = TypeVar("T")
+
+
+class Parts:
+    """What ``add``, ``update`` and ``recheck`` are made of, for one store and one configuration."""
+
+    def __init__(self, config: MemoryConfig, store: Store, embedder: Embedder, *,
+                 extractor: Extractor | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self._built: dict[str, Any] = {} if extractor is None else {"extractor": extractor}
+        self._lock = threading.RLock()  # a part is built from others (the planner from the guard)
+
+    def _once(self, name: str, build: Callable[[], T]) -> T:
+        part = self._built.get(name)
+        if part is None:
+            with self._lock:
+                part = self._built.get(name)
+                if part is None:
+                    part = self._built[name] = build()
+        return part
+
+    @property
+    def ontology(self) -> Ontology:
+        """The compiled ontology and shapes of ``config.ontology``."""
+        def build() -> Ontology:
+            from ..ontology import Ontology
+
+            return Ontology.load(self.config.ontology.ontology, self.config.ontology.shapes)
+
+        return self._once("ontology", build)
+
+    @property
+    def guard(self) -> Guard:
+        def build() -> Guard:
+            from ..ontology import Guard
+
+            return Guard(self.ontology)
+
+        return self._once("guard", build)
+
+    @property
+    def planner(self) -> GraphPlanner:
+        def build() -> GraphPlanner:
+            from .graph import GraphPlanner
+
+            return GraphPlanner(self.ontology, self.guard, self.store, self.embedder,
+                                type_untyped=self.config.ontology.type_untyped_entities,
+                                similarity=self.config.dedup.entity_similarity)
+
+        return self._once("planner", build)
+
+    @property
+    def extractor(self) -> Extractor:
+        """The one given, else the configured LLM, else the rule-based extractor."""
+        def build() -> Extractor:
+            extractor: Extractor
+            if self.config.llm.provider == "openai":
+                from ..extraction.llm import LLMExtractor
+
+                extractor = LLMExtractor(self.config.llm)
+            else:
+                from ..extraction.rules import RuleExtractor
+
+                extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity)
+            log.info("graphmem extractor: %s", extractor.name)
+            return extractor
+
+        return self._once("extractor", build)
+
+    def chunk(self, lines: list[str]) -> list[Chunk]:
+        """The conversation's lines cut into chunks within the extractor's token budget."""
+        def build() -> Any:
+            from ..chunking import from_config
+
+            model = self.config.llm.model if self.config.llm.provider == "openai" else None
+            return from_config(self.config.chunking, model, embed=self.embedder.embed)
+
+        chunks: list[Chunk] = self._once("chunker", build).chunk_messages(lines)
+        return chunks
