@@ -14,7 +14,7 @@ from graphmem import InvalidInputError, Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import Scope
 from graphmem.ontology import default_paths
-from graphmem.pipeline import TripleInput
+from graphmem.pipeline import PlanRequest, TripleInput
 from tests.conftest import make_config
 
 GM = "https://graphmem.dev/ontology#"
@@ -200,12 +200,12 @@ def test_entity_resolution_by_alias_and_by_similar_name(backend: str, tmp_path: 
     both = mem.store.find_entities(other, ["northwind traders", "northwind traders ltd"])
     assert len({e.id for e in both.values()}) == 2
     # aliases given with a batch (as extractors do) resolve later mentions of the short name
-    plan = mem._parts.planner.plan(scope, [TripleInput(source="Melanie Brooks", relation="knows", target="Ana",
-                                                   source_type="Person")], [], datetime.now(UTC),
-                               aliases={"melanie brooks": ["Mel"]})
+    plan = mem._parts.planner.plan(PlanRequest.shared(
+        scope, [TripleInput(source="Melanie Brooks", relation="knows", target="Ana", source_type="Person")], [],
+        datetime.now(UTC), aliases={"melanie brooks": ["Mel"]}))
     mem.store.write(scope, plan.change)
-    later = mem._parts.planner.plan(scope, [TripleInput(source="Mel", relation="knows", target="Bo")], [],
-                                datetime.now(UTC))
+    later = mem._parts.planner.plan(PlanRequest.shared(
+        scope, [TripleInput(source="Mel", relation="knows", target="Bo")], [], datetime.now(UTC)))
     assert later.change.entities == []  # no new entity: "Mel" is Melanie Brooks
     assert {r.source_id for r in later.change.relations} == {plan.change.relations[0].source_id}
     mem.close()

@@ -31,7 +31,7 @@ from ..errors import InvalidInputError, clip, short
 from ..models import Entity, EventType, HistoryEvent, QuarantineEntry, Relation, Scope, clean_text, norm_name
 from ..models import parse_datetime as _parse_dt
 from ..ontology import Guard, Ontology, Triple, TypedLiteral, Verdict
-from ..stores.base import GraphContext, GraphWrite, NewEntity, Store, entity_state
+from ..stores.base import Expectations, GraphContext, GraphWrite, NewEntity, Store, entity_state
 
 Literal_ = str | int | float | bool
 MAX_NAME_CHARS = 1000
@@ -148,6 +148,39 @@ class GraphPlan:
         return {"added": self.added, "superseded": self.superseded, "rejected": self.rejected}
 
 
+Mention = tuple[str, str | None, Sequence[str]]
+"""An entity a memory names without a fact: (name, class or ``None``, ids of the memories naming it)."""
+
+
+@dataclass
+class PlanRequest:
+    """What to plan: ``triples``, each supported by the memories of ``supports`` (its provenance).
+
+    ``mentions``: entities stored with their MENTIONS edges even when no accepted fact uses them
+    (the graph search walks memory -> entity -> memory, so a name two memories share links them);
+    only a class the ontology knows is kept, nothing validates a mention-only entity's class.
+    ``aliases``: other names of an entity, keyed by the normalized name used in the triples.
+    ``default_time``: a fact's ``valid_from`` when it gives none (else ``now``). ``replacing``: a
+    memory being re-linked after an update; facts only it supports are about to go, so they are
+    neither context for the guard nor conflicts to close.
+    """
+
+    scope: Scope
+    triples: Sequence[TripleInput]
+    supports: Sequence[Sequence[str]]
+    now: datetime
+    default_time: datetime | None = None
+    mentions: Sequence[Mention] = ()
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    replacing: str | None = None
+
+    @classmethod
+    def shared(cls, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
+               **options: Any) -> PlanRequest:
+        """Every triple supported by the same memories."""
+        return cls(scope, triples, [list(memory_ids)] * len(triples), now, **options)
+
+
 @dataclass
 class _Item:
     given: TripleInput
@@ -258,31 +291,25 @@ class GraphPlanner:
         self.type_untyped = type_untyped
         self.similarity = similarity
 
-    def plan(
-        self, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
-        default_time: datetime | None = None, provenance: Sequence[Sequence[str]] | None = None,
-        replacing: str | None = None, aliases: dict[str, list[str]] | None = None,
-        mentions: Sequence[tuple[str, str | None, Sequence[str]]] = (),
-    ) -> GraphPlan:
-        """``memory_ids`` support every triple, unless ``provenance`` gives each triple its own.
-
-        ``mentions``: (entity name, class or ``None``, ids of the memories naming it). Such an entity
-        is stored with its MENTIONS edges even when no accepted fact uses it: the graph search walks
-        memory -> entity -> memory, so a name two memories share links them. Only a class the ontology
-        knows is kept (nothing validates a mention-only entity's class).
-
-        ``replacing``: a memory being re-linked after an update; facts only it supports are about to
-        go, so they are neither context for the guard nor conflicts to close. ``aliases``: other names
-        of an entity, keyed by the normalized name used in the triples.
-        """
+    def plan(self, req: PlanRequest) -> GraphPlan:
+        """The checked change for ``req``: entities resolved, conflicts closed, the guard's verdicts,
+        accepted facts and quarantined ones. Reads the store; writes nothing."""
         result = GraphPlan()
-        if not triples and not mentions:
+        if not req.triples and not req.mentions:
             return result
+        resolver, items, mentioned = self._resolve(req)
+        verdicts, fingerprint = self._judge(req, items, resolver, result.change.expect)
+        result.verdicts = verdicts
+        self._compose(req, items, verdicts, fingerprint, mentioned, resolver, result)
+        return result
+
+    def _resolve(self, req: PlanRequest) -> tuple[_Resolver, list[_Item], list[Mention]]:
+        """Steps 1-2: relations and classes by name, entities by name within the scope."""
         onto = self.ontology
-        kinds = [self._kind(t.relation) for t in triples]
+        kinds = [self._kind(t.relation) for t in req.triples]
         declared: dict[str, str] = {}  # name key -> declared class
         names: dict[str, str] = {}  # name key -> the name as first written
-        for t, kind in zip(triples, kinds, strict=True):
+        for t, kind in zip(req.triples, kinds, strict=True):
             named = [(t.source, t.source_type)]
             if kind != "datatype":
                 named.append((str(t.target), t.target_type))
@@ -290,43 +317,45 @@ class GraphPlanner:
                 names.setdefault(norm_name(name), name)
                 if typ:
                     declared.setdefault(norm_name(name), typ)
-        mentioned = [(name, onto.resolve_class(typ) if typ else None, ids) for name, typ, ids in mentions
+        mentioned = [(name, onto.resolve_class(typ) if typ else None, ids) for name, typ, ids in req.mentions
                      if norm_name(name)]
         for name, cls, _ in mentioned:
             names.setdefault(norm_name(name), name)
             if cls:
                 declared.setdefault(norm_name(name), cls)
-        resolver = _Resolver(self, scope, now, names, declared, aliases or {})
-        supports = [list(p) for p in provenance] if provenance is not None else [list(memory_ids)] * len(triples)
+        resolver = _Resolver(self, req.scope, req.now, names, declared, req.aliases)
         items: list[_Item] = []
-        for t, kind, support in zip(triples, kinds, supports, strict=True):
+        for t, kind, support in zip(req.triples, kinds, req.supports, strict=True):
             rel = onto.relation_info(t.relation)
-            when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default_time or now)
+            when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (
+                req.default_time or req.now)
             domain = rel.domain if rel and len(rel.domain) == 1 else ()
             src = resolver.entity(t.source, t.source_type, domain)
             if kind == "datatype" and rel is not None:
                 dt = rel.range[0] if len(rel.range) == 1 else None
                 lit = TypedLiteral(_lexical(t.target), dt)
-                items.append(_Item(t, rel.iri, True, src, None, lit, when, support))
+                items.append(_Item(t, rel.iri, True, src, None, lit, when, list(support)))
             else:
                 rng = rel.range if rel and len(rel.range) == 1 else ()
                 tgt = resolver.entity(str(t.target), t.target_type, rng)
-                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, support))
-        by_id = resolver.by_id
+                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, list(support)))
         for it in items:  # entities may have gained classes after an item captured them
-            it.source = by_id[it.source.id]
+            it.source = resolver.by_id[it.source.id]
             if it.target is not None:
-                it.target = by_id[it.target.id]
-        new_ids = resolver.new_ids
-        entities = by_id
+                it.target = resolver.by_id[it.target.id]
+        return resolver, items, mentioned
 
+    def _judge(self, req: PlanRequest, items: list[_Item], resolver: _Resolver,
+               expect: Expectations) -> tuple[list[Verdict], str]:
+        """Steps 3-4: the stored context of the items' entities (recorded in ``expect`` for the
+        store to check at commit), functional conflicts, and the guard's verdict on each item."""
+        by_id, new_ids = resolver.by_id, resolver.new_ids
         ends = {e.id for it in items for e in (it.source, it.target) if e is not None}
         stored_ids = [i for i in by_id if i in ends and i not in new_ids]  # not the mention-only ones
-        ctx = self.store.graph_context(scope, stored_ids) if stored_ids else GraphContext()
-        expect = result.change.expect
+        ctx = self.store.graph_context(req.scope, stored_ids) if stored_ids else GraphContext()
         expect.entities.update({i: entity_state(ctx, i) for i in stored_ids})
-        if replacing is not None:
-            ctx.relations = [r for r in ctx.relations if r.memory_ids != [replacing]]
+        if req.replacing is not None:
+            ctx.relations = [r for r in ctx.relations if r.memory_ids != [req.replacing]]
         groups, replaced = self._functional_groups(items, ctx)
         # The guard names entities by readable keys (its messages are read by people and LLMs).
         known = {**ctx.entities, **{i: e for i, e in by_id.items() if i in ends}}
@@ -355,23 +384,30 @@ class GraphPlanner:
             for r in it.closes:
                 if r.target_id:
                     expect.entities.setdefault(r.target_id, "")
-        result.verdicts = final
+        return final, fingerprint
+
+    def _compose(self, req: PlanRequest, items: list[_Item], verdicts: list[Verdict], fingerprint: str,
+                 mentioned: list[Mention], resolver: _Resolver,
+                 result: GraphPlan) -> None:
+        """Step 5: accepted items become facts, rejected ones quarantine entries; the entities they
+        (and the mentions) use are created or updated, with their MENTIONS edges."""
         used: set[str] = set()
         pairs: set[tuple[str, str]] = set()
         change = result.change
-        for it, verdict in zip(items, final, strict=True):
+        for it, verdict in zip(items, verdicts, strict=True):
             if verdict.accepted:
-                self._accept(it, scope, now, result)
+                self._accept(it, req.scope, req.now, result)
                 both = [e.id for e in (it.source, it.target) if e is not None]
                 used.update(both)
                 pairs.update((m, e) for m in it.memory_ids for e in both)
             else:
-                self._reject(it, verdict, scope, now, fingerprint, result)
+                self._reject(it, verdict, req.scope, req.now, fingerprint, result)
         for name, cls, ids in mentioned:
             if ids:
                 ent = resolver.entity(name, cls, ())
                 used.add(ent.id)
                 pairs.update((m, ent.id) for m in ids)
+        entities, new_ids = resolver.by_id, resolver.new_ids
         fresh = [e for i, e in entities.items() if i in new_ids and i in used]
         if fresh:
             vectors = resolver.vectors([e.name for e in fresh])
@@ -379,8 +415,7 @@ class GraphPlanner:
         change.entity_updates = [e for i, e in entities.items() if i in resolver.grown and i in used]
         change.mentions = sorted(pairs)
         for eid in used - new_ids:  # mention-only stored entities: they must still exist at commit
-            expect.entities.setdefault(eid, "")
-        return result
+            change.expect.entities.setdefault(eid, "")
 
     # -- steps ------------------------------------------------------------------------------------
     def _kind(self, relation: str) -> str | None:

@@ -41,7 +41,7 @@ from ..models import (
     text_hash,
 )
 from ..stores.base import NewMemory
-from .graph import GraphPlan, TripleInput
+from .graph import GraphPlan, PlanRequest, TripleInput
 from .parts import Parts
 from .retry import replanning
 
@@ -196,9 +196,11 @@ class Ingestor:
         message = Message(role=memory.role or "user", content=text, name=memory.actor_id)
         req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
         extracted = self._extract(req, [(message, text)], now)
-        return lambda: self.parts.planner.plan(
-            scope, [f.triple for f in extracted.facts], [memory.id], now, memory.event_time, replacing=memory.id,
-            aliases=extracted.aliases, mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
+        req_plan = PlanRequest.shared(
+            scope, [f.triple for f in extracted.facts], [memory.id], now, default_time=memory.event_time,
+            replacing=memory.id, aliases=extracted.aliases,
+            mentions=[(m.name, m.type, [memory.id]) for m in extracted.mentions])
+        return lambda: self.parts.planner.plan(req_plan)
 
     # -- steps ------------------------------------------------------------------------------------
     def _record(self, req: AddRequest, d: Draft, now: datetime) -> MemoryRecord:
@@ -240,11 +242,11 @@ class Ingestor:
                     for m in (extracted.mentions if extracted is not None else [])]
         if not facts and not mentions:  # nothing for the graph: no need to load the ontology
             return GraphPlan()
-        return self.parts.planner.plan(
-            req.scope, [f.triple for f in facts], [], now, req.event_time,
-            provenance=[list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
-            aliases=extracted.aliases if extracted is not None else None, mentions=mentions,
-        )
+        return self.parts.planner.plan(PlanRequest(
+            req.scope, [f.triple for f in facts], [list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
+            now, default_time=req.event_time, mentions=mentions,
+            aliases=extracted.aliases if extracted is not None else {},
+        ))
 
     def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
                 ex: _Extracted, now: datetime, asked: dict[Any, list[ExtractedTriple]]) -> GraphPlan:

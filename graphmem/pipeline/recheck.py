@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..models import QuarantineEntry, Scope, utcnow
-from .graph import TripleInput, triple_problems
+from .graph import PlanRequest, TripleInput, triple_problems
 from .parts import Parts
 from .retry import replanning
 
@@ -43,7 +43,7 @@ def _release(parts: Parts, entry: QuarantineEntry, given: TripleInput, released:
             return
         records = {m: store.get(m, exact) for m in entry.memory_ids}
         live = {m: r.hash for m, r in records.items() if r is not None}
-        plan = parts.planner.plan(exact, [given], list(live), utcnow())
+        plan = parts.planner.plan(PlanRequest.shared(exact, [given], list(live), utcnow()))
         if plan.rejected:
             still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
             return
