@@ -27,7 +27,7 @@ from rdflib.term import Node
 
 from ..errors import OntologyError
 from .diagnostics import Problem, sort_problems
-from .naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, normalize_surface, to_label, to_rel_type
+from .naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, neo4j_label, neo4j_type, normalize_surface
 from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_graph
 
 PathsArg = str | Path | Sequence[str | Path] | None
@@ -273,7 +273,7 @@ class Ontology:
                 iri=iri, name=local_name(iri.rstrip("/#")), label=label or local_name(iri.rstrip("/#")),
                 alt_labels=tuple(dict.fromkeys([*more_labels, *_literals(g, node, SKOS.altLabel)])),
                 definition=_definition(g, node), parents=tuple(parents), ancestors=tuple(ancestors),
-                neo4j_label=to_label(local_name(iri.rstrip("/#"))),
+                neo4j_label=neo4j_label(iri),
             )
         self._descendants: dict[str, set[str]] = defaultdict(set)
         for c in self.classes.values():
@@ -361,7 +361,7 @@ class Ontology:
                 transitive=OWL.TransitiveProperty in t,
                 functional=OWL.FunctionalProperty in t,
                 super_properties=tuple(sorted(sup)),
-                neo4j_type=to_rel_type(local_name(iri.rstrip("/#"))) if kind == "object" else None,
+                neo4j_type=neo4j_type(iri) if kind == "object" else None,
             )
         for rel in self.relations.values():
             for c in (*rel.domain, *(rel.range if rel.kind == "object" else ())):

@@ -26,7 +26,9 @@ _CAMEL_2: Final = re.compile(r"([a-z0-9])([A-Z])")  # "worksFor" -> "works_For"
 
 
 def local_name(iri: str) -> str:
-    """The part after the last ``#``, ``/`` or ``:`` (the name a person wrote in the ontology)."""
+    """The part after the last ``#``, ``/`` or ``:`` (the name a person wrote in the ontology); an
+    IRI ending in a separator (``…/Person/``) is named by the part before it."""
+    iri = iri.rstrip("/#") or iri
     for sep in ("#", "/", ":"):
         _head, found, tail = iri.rpartition(sep)
         if found and tail:
@@ -44,6 +46,16 @@ def to_rel_type(name: str) -> str:
     """``worksFor`` / ``works_for`` / ``works-for`` / ``WORKS_FOR`` -> ``WORKS_FOR``; ``hasURL`` -> ``HAS_URL``."""
     spaced = _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", name))
     return "_".join(w for w in _WORD_SPLIT.split(spaced) if w).upper()
+
+
+def neo4j_label(iri: str) -> str:
+    """The Neo4j label of a class IRI: the one naming rule the ontology and the store share."""
+    return to_label(local_name(iri))
+
+
+def neo4j_type(iri: str) -> str:
+    """The Neo4j relationship type of an object property IRI (same rule as :func:`neo4j_label`)."""
+    return to_rel_type(local_name(iri))
 
 
 def is_safe(name: str) -> bool:

@@ -52,7 +52,7 @@ from pydantic import BaseModel
 
 from ..errors import ConflictError, StoreError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, norm_name, to_utc, utcnow
-from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, to_label, to_rel_type
+from ..ontology.naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, neo4j_label, neo4j_type
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, Vector, WriteResult
 from .text import STOPWORDS
 
@@ -204,7 +204,7 @@ def class_labels(classes: Iterable[str]) -> list[str]:
     """Labels for class IRIs: safe, unreserved, de-duplicated; others get no label."""
     out: list[str] = []
     for iri in classes:
-        label = to_label(local_name(iri))
+        label = neo4j_label(iri)
         if is_safe(label) and label not in RESERVED_LABELS and label not in out:
             out.append(label)
     return out
@@ -212,7 +212,7 @@ def class_labels(classes: Iterable[str]) -> list[str]:
 
 def rel_type(relation: str) -> str:
     """The relationship type of a property IRI; refuses one that cannot be a safe identifier."""
-    name = to_rel_type(local_name(relation))
+    name = neo4j_type(relation)
     if not is_safe(name) or name in RESERVED_TYPES:
         raise StoreError(
             f"relation {relation!r} maps to the relationship type {name!r}, which is not a safe, unreserved "
