@@ -8,34 +8,23 @@ exactly like ids that do not exist, so a tenant cannot even learn that another t
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import math
-import numbers
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-from pydantic import ValidationError
-
-from .config import LimitsConfig, MemoryConfig
+from . import inputs
+from .config import MemoryConfig
 from .embedding import Embedder, create_embedder
-from .errors import InvalidInputError, NotFoundError, clip, short
+from .errors import InvalidInputError, NotFoundError, short
 from .extraction import Extractor
-from .filters import Filter
-from .filters import parse as parse_filters
+from .inputs import MessagesInput
 from .models import (
     EventType,
     MemoryType,
-    Message,
     Scope,
     check_id,
     clean_text,
-    parse_datetime,
-    refuse_controls,
     utcnow,
 )
 from .pipeline import TripleInput, parse_triples
@@ -51,145 +40,6 @@ if TYPE_CHECKING:
     from .search.rerank import CrossEncoderReranker, Reranker
 
 log = logging.getLogger("graphmem")
-
-MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-_DEFAULT_LIMITS = LimitsConfig()
-
-
-def _when(value: object, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime | str | numbers.Real) or isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be a datetime, ISO-8601 string or Unix seconds, "
-                                f"got {type(value).__name__}")
-    return parse_datetime(value, what=name)  # type: ignore[arg-type]  # any real number is seconds
-
-
-def _messages(messages: MessagesInput, limits: LimitsConfig) -> list[Message]:
-    if isinstance(messages, str):
-        raw: list[Any] = [{"role": "user", "content": messages}]
-    elif isinstance(messages, dict):
-        raw = [messages]
-    elif isinstance(messages, Sequence) and not isinstance(messages, bytes | bytearray):
-        raw = list(messages)
-    else:
-        raise InvalidInputError(
-            f"messages must be a string, a message dict or a list of message dicts, got {type(messages).__name__}"
-        )
-    if not raw:
-        raise InvalidInputError("messages is an empty list")
-    if len(raw) > limits.max_batch:
-        raise InvalidInputError(f"{len(raw)} messages in one add; the limit is {limits.max_batch} (limits.max_batch)")
-    out = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise InvalidInputError(f"messages[{i}] must be a dict with 'role' and 'content'")
-        try:
-            message = Message.model_validate(item)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {clip(e['msg'])}"
-                                 for e in exc.errors(include_url=False))
-            raise InvalidInputError(
-                f"messages[{i}] is not a valid message ({problems}); expected "
-                "{'role': 'user'|'assistant'|'system'|'tool', 'content': str, 'name'?: str}"
-            ) from None
-        if message.name:
-            _speaker(message.name, f"messages[{i}].name", limits.max_name_chars)
-        out.append(message)
-    return out
-
-
-def _speaker(name: str, what: str, max_chars: int) -> None:
-    """A message's ``name`` becomes the memory's ``actor_id`` and a speaker label in extraction
-    prompts: one line of valid Unicode, bounded (``limits.max_name_chars``)."""
-    if len(name) > max_chars:
-        raise InvalidInputError(f"{what} has {len(name):,} characters, more than limits.max_name_chars "
-                                f"({max_chars}): {short(name)}")
-    refuse_controls(name, what)
-
-
-def _metadata(metadata: object, limits: LimitsConfig | None = None) -> dict[str, Any]:
-    """Metadata as stored: a dict that survives a JSON round trip unchanged (string keys at every
-    level, finite numbers, valid Unicode), within ``limits`` (nesting and UTF-8 size) when given.
-    The walk is iterative and bounded, so no input can exhaust the stack."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise InvalidInputError(f"metadata must be a dict with string keys, got {type(metadata).__name__}")
-    max_depth = limits.max_metadata_depth if limits is not None else _DEFAULT_LIMITS.max_metadata_depth
-    stack: list[tuple[object, int, str]] = [(metadata, 1, "metadata")]
-    while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, dict | list | tuple):
-            if depth > max_depth:
-                raise InvalidInputError(f"{clip(where, 100)} is nested deeper than limits.max_metadata_depth "
-                                        f"({max_depth})")
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    if not isinstance(k, str):
-                        raise InvalidInputError(f"{where} has a key that is not a string: {short(k)}")
-                    _no_surrogate(k, f"{where} key {short(k, 40)}")
-                    stack.append((v, depth + 1, f"{where}[{short(k, 40)}]"))
-            else:
-                stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value))
-        elif isinstance(value, str):
-            _no_surrogate(value, where)
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInputError(f"{where} is {value!r}; metadata numbers are finite (JSON has no NaN/inf)")
-        elif not (value is None or isinstance(value, bool | int | float)):
-            raise InvalidInputError(f"{where} is a {type(value).__name__}; metadata values are strings, numbers, "
-                                    "booleans, null, lists and dicts")
-    try:
-        text = json.dumps(metadata, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata must be JSON-serializable: {short(str(exc), 200)}") from None
-    if limits is not None and len(text) > limits.max_metadata_bytes // 4:  # a char is at most 4 UTF-8 bytes
-        size = len(text.encode("utf-8"))
-        if size > limits.max_metadata_bytes:
-            raise InvalidInputError(f"metadata is {size:,} bytes as JSON, more than limits.max_metadata_bytes "
-                                    f"({limits.max_metadata_bytes:,}); keep documents in memories, labels in metadata")
-    return dict(metadata)
-
-
-def _no_surrogate(text: str, where: str) -> None:
-    bad = _SURROGATE.search(text)
-    if bad:
-        raise InvalidInputError(f"{where} holds a lone surrogate (U+{ord(bad.group()):04X}) at offset {bad.start()}, "
-                                "which is not valid Unicode")
-
-
-def _threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInputError(f"threshold must be a number, got {short(value)}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise InvalidInputError(f"threshold must be a finite number, got {short(value)}")
-    return out
-
-
-def _memory_type(value: object) -> MemoryType | None:
-    if value is None or isinstance(value, MemoryType):
-        return value
-    if isinstance(value, str) and value in {t.value for t in MemoryType}:
-        return MemoryType(value)
-    raise InvalidInputError(f"memory_type {short(value)} is not one of {', '.join(t.value for t in MemoryType)}")
-
-
-def _flag(value: object, name: str) -> bool:
-    """Booleans are booleans: ``infer="no"`` would otherwise be true."""
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(f"{name} must be True or False, got {short(value)}")
-    return bool(value)
-
-
-def _ids(ids: object, what: str) -> list[str] | None:
-    if ids is None:
-        return None
-    if isinstance(ids, str | bytes | dict) or not isinstance(ids, Sequence | set | frozenset):
-        raise InvalidInputError(f"{what} must be a list of id strings, got {type(ids).__name__}")
-    return [check_id(i, f"{what}[{n}]") for n, i in enumerate(ids)]
-
 
 class Memory:
     """A memory engine bound to one store and one embedder.
@@ -282,15 +132,15 @@ class Memory:
         limits = self.config.limits
         scope = Scope.of(user_id, agent_id, run_id)
         now = utcnow()
-        expires = _when(expires_at, "expires_at")
+        expires = inputs.when(expires_at, "expires_at")
         if expires is not None and expires <= now:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
-        msgs = _messages(messages, limits)
-        meta = _metadata(metadata, limits)
-        mtype = _memory_type(memory_type)
-        event_time = _when(timestamp, "timestamp")
+        msgs = inputs.messages(messages, limits)
+        meta = inputs.metadata(metadata, limits)
+        mtype = inputs.memory_type(memory_type)
+        event_time = inputs.when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
-        request = AddRequest(scope, msgs, meta, mtype, event_time, facts, _flag(infer, "infer"), expires)
+        request = AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
         return self._ingestor.add(request, now)
 
     def rejected(
@@ -299,7 +149,7 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """Quarantined triples in the scope with their SHACL reasons, oldest first."""
         scope = Scope.of(user_id, agent_id, run_id)
-        status = None if _flag(include_released, "include_released") else "quarantined"
+        status = None if inputs.flag(include_released, "include_released") else "quarantined"
         return [q.public() for q in self.store.quarantined(scope, status)]
 
     def dry_run(self, ontology: Ontology, *, user_id: str | None = None, agent_id: str | None = None,
@@ -325,7 +175,7 @@ class Memory:
         """Validate quarantined triples again (after the ontology or shapes changed, or the graph
         grew) and write those that now pass, each entry in its own transaction."""
         scope = Scope.of(user_id, agent_id, run_id)
-        ids = _ids(ids, "ids")
+        ids = inputs.ids(ids, "ids")
         return recheck_quarantine(self._parts, scope, set(ids) if ids is not None else None)
 
     def update(
@@ -346,13 +196,13 @@ class Memory:
         """
         scope = Scope.of(user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        _metadata(metadata, self.config.limits)
-        infer = _flag(infer, "infer")
+        inputs.metadata(metadata, self.config.limits)
+        infer = inputs.flag(infer, "infer")
         if data is None and metadata is None:
             raise InvalidInputError("update needs new text (data) and/or metadata")
         limit = self.config.limits.max_memory_chars
         text = clean_text(data, what="data", max_chars=limit) if data is not None else None
-        meta = _metadata(metadata) if metadata is not None else None
+        meta = inputs.metadata(metadata) if metadata is not None else None
         return update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
 
     def delete(
@@ -401,9 +251,9 @@ class Memory:
         limit: int | None = None,
     ) -> dict[str, Any]:
         scope = Scope.of(user_id, agent_id, run_id)
-        flt = self._filters(filters)
+        flt = inputs.filters(filters, self.config.limits)
         limits = self.config.limits
-        n = self._positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
+        n = inputs.positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
         return {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
 
     def history(
@@ -449,15 +299,17 @@ class Memory:
         scope = Scope.of(user_id, agent_id, run_id)
         limits = self.config.limits
         text = clean_text(query, what="query", max_chars=limits.max_memory_chars)
-        times = {name: _when(value, name) for name, value in (("as_of", as_of), ("since", since), ("until", until))}
+        times = {name: inputs.when(value, name) for name, value in (("as_of", as_of), ("since", since),
+                                                                    ("until", until))}
         if times["since"] and times["until"] and times["since"] >= times["until"]:
             raise InvalidInputError("since must be before until")
         req = SearchRequest(
             scope=scope, text=text,
-            k=self._positive(top_k, self.config.search.top_k, "top_k", limits.max_top_k, "limits.max_top_k"),
-            flt=self._filters(filters), threshold=self.config.search.threshold if threshold is None else
-            _threshold(threshold), explain=_flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
-            until=times["until"], vector=None if vector is None else self._query_vector(vector),
+            k=inputs.positive(top_k, self.config.search.top_k, "top_k", limits.max_top_k, "limits.max_top_k"),
+            flt=inputs.filters(filters, limits),
+            threshold=self.config.search.threshold if threshold is None else inputs.threshold(threshold),
+            explain=inputs.flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
+            until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
         )
         cfg = self.config.search
         tracked = cfg.decay_access and bool(cfg.decay_half_life_days)
@@ -468,42 +320,6 @@ class Memory:
             if self._access.due(cfg.access_flush_every, cfg.access_flush_seconds):
                 self._access.flush(self.store)
         return out
-
-    def _filters(self, filters: object) -> Filter | None:
-        limits = self.config.limits
-        return parse_filters(filters, max_depth=limits.max_filter_depth,  # type: ignore[arg-type]  # checked there
-                             max_terms=limits.max_filter_terms)
-
-    def _query_vector(self, vector: object) -> npt.NDArray[np.float32]:
-        """A caller's query embedding, checked (numbers only, dimensions, finite, not all zero) and
-        L2-normalized as the embedder's are."""
-        if isinstance(vector, np.ndarray):
-            if vector.dtype.kind not in "iuf":
-                raise InvalidInputError(f"vector must hold numbers, got an array of {vector.dtype}")
-            values = vector.astype(np.float64).reshape(-1)
-        elif isinstance(vector, Sequence) and not isinstance(vector, str | bytes | bytearray):
-            if len(vector) != self.embedder.dims:
-                raise InvalidInputError(f"vector has {len(vector)} dimensions; embedder {self.embedder.name} "
-                                        f"makes {self.embedder.dims}")
-            if not all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in vector):
-                raise InvalidInputError("vector must be a sequence of numbers")
-            try:
-                values = np.asarray([float(v) for v in vector], dtype=np.float64)
-            except OverflowError:
-                raise InvalidInputError("vector holds a number too large for a float") from None
-        else:
-            raise InvalidInputError(f"vector must be a sequence of numbers, got {type(vector).__name__}")
-        if values.shape[0] != self.embedder.dims:
-            raise InvalidInputError(f"vector has {values.shape[0]} dimensions; embedder {self.embedder.name} "
-                                    f"makes {self.embedder.dims}")
-        if not np.isfinite(values).all():
-            raise InvalidInputError("vector holds NaN or infinite values")
-        scale = float(np.abs(values).max())
-        if scale == 0.0:
-            raise InvalidInputError("vector is all zeros; it has no direction to compare with")
-        values = values / scale  # no overflow in the norm, however large the values
-        arr: npt.NDArray[np.float32] = (values / float(np.linalg.norm(values))).astype(np.float32)
-        return arr
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
@@ -540,16 +356,6 @@ class Memory:
                 check_id(key, "a Cypher parameter name")
         return self.store.cypher(query, params)
 
-    @staticmethod
-    def _positive(value: object, default: int, name: str, maximum: int | None = None, setting: str = "") -> int:
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise InvalidInputError(f"{name} must be a positive integer, got {short(value)}")
-        if maximum is not None and value > maximum:
-            raise InvalidInputError(f"{name}={short(value)} is more than {setting} ({maximum}); ask for fewer or "
-                                    "raise the limit")
-        return int(value)
 
 
 class AsyncMemory:
