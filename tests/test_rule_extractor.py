@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from graphmem.extraction import Extraction, ExtractionContext, KnownEntity
-from graphmem.extraction.rules import RuleExtractor
+from graphmem.extraction import Extraction, ExtractionContext, KnownEntity, RuleExtractor
 from graphmem.models import MemoryType
 from graphmem.ontology import Ontology
 

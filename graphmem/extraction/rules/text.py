@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from spacy.tokens import Doc
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
-from .rules_lexicon import English
+    from .words import English
 
 _SPEAKER_LINE: Final = re.compile(r"^[ \t]*([^:\n]{1,60}?)[ \t]*:[ \t]*(.*)$")
 _GENERIC_SPEAKER: Final = re.compile(r"^[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}$")
