@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
     from ...ontology import Ontology
     from .lexicon import OntologyLexicon
-    from .text import Message
     from .words import English
 
 
@@ -64,13 +63,14 @@ class RuleExtractor(Extractor):
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
+        from .text import tokenize
 
         res = self.resources
         state = ChunkState(context)
-        messages = _messages(res, chunk, context.speakers)
+        messages = tokenize(chunk, context.speakers, res.nlp, res.english)
         entities.register_known(res, state, messages)
         state.known = entities.known_table(res, state)
-        state.sentences = _sentences(messages)
+        state.sentences = Sentence.split(messages)
         for sent in state.sentences:
             entities.add_mentions(res, state, sent)
         entities.merge_short_forms(res, state)
@@ -83,24 +83,6 @@ class RuleExtractor(Extractor):
         found = memories.memories(res.english, state.sentences, self.granularity, self.min_words)
         triples = _triples(res, state)
         return Extraction(memories=found, entities=entities.output(state), triples=triples)
-
-
-def _messages(res: Resources, chunk: str, speakers: list[str]) -> list[Message]:
-    from .text import fill_tokens, split_messages
-
-    messages = split_messages(chunk, speakers)
-    for msg in messages:
-        fill_tokens(msg, res.nlp.make_doc(msg.text), res.english)
-    return messages
-
-
-def _sentences(messages: list[Message]) -> list[Sentence]:
-    out: list[Sentence] = []
-    for msg in messages:
-        for s, e in msg.sentences:
-            cs, ce = msg.starts[s], msg.end_char(e - 1)
-            out.append(Sentence(msg, s, e, msg.text[cs:ce], cs, ce))
-    return out
 
 
 def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:

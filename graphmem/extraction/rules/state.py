@@ -72,6 +72,16 @@ class Sentence:
     memory: int = -1
     """Index of the extracted memory holding this sentence."""
 
+    @classmethod
+    def split(cls, messages: list[Message]) -> list[Sentence]:
+        """Every sentence of the tokenized messages, in order."""
+        out: list[Sentence] = []
+        for msg in messages:
+            for s, e in msg.sentences:
+                cs, ce = msg.starts[s], msg.end_char(e - 1)
+                out.append(cls(msg, s, e, msg.text[cs:ce], cs, ce))
+        return out
+
     @property
     def question(self) -> bool:
         return self.text.rstrip(" \"'”’)]").endswith("?")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from spacy.language import Language
     from spacy.tokens import Doc
 
     from .words import English
@@ -56,6 +57,14 @@ class Message:
 
     def span_text(self, start: int, end: int) -> str:
         return self.text[self.starts[start]:self.end_char(end - 1)]
+
+
+def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English) -> list[Message]:
+    """The chunk's messages, each tokenized once and split into sentences."""
+    messages = split_messages(chunk, speakers)
+    for msg in messages:
+        fill_tokens(msg, nlp.make_doc(msg.text), eng)
+    return messages
 
 
 def split_messages(chunk: str, speakers: list[str]) -> list[Message]:
