@@ -65,8 +65,8 @@ def test_a_custom_ontology_falls_back_to_the_classes_it_has() -> None:
     clinic = Ontology.load(CLINIC / "ontology", CLINIC / "shapes")
     lex = OntologyLexicon.build(clinic, resources().nlp)
     assert lex.class_words  # its own labels
-    assert lex.person_class == (clinic.classes[clinic.resolve_class("Person")].name
-                                if clinic.resolve_class("Person") else None)
+    person = clinic.resolve_class("Person")
+    assert lex.person_class == (clinic.classes[person].name if person else None)
     assert all(clinic.resolve_class(c) is not None for c in lex.head_words.values())
 
 
