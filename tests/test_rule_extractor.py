@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from graphmem.extraction import Extraction, ExtractionContext, KnownEntity
-from graphmem.extraction.rules import RuleExtractor
+from graphmem.extraction import Extraction, ExtractionContext, KnownEntity, RuleExtractor
 from graphmem.models import MemoryType
 from graphmem.ontology import Ontology
 
@@ -224,3 +227,23 @@ def test_names_are_normalized_for_linking(extractor: RuleExtractor) -> None:
     assert "The Rank Organisation" in by_name["Rank Organisation"].aliases
     assert "Mexican" in by_name["Mexico"].aliases and by_name["Mexico"].type == "Country"
     assert {"Philbrook Museum of Tulsa", "Tulsa"} <= set(by_name)
+
+
+def test_spacy_loads_on_first_extract_not_on_import() -> None:
+    code = (
+        "import sys\n"
+        "from datetime import UTC, datetime\n"
+        "import graphmem\n"
+        "from graphmem.extraction import ExtractionContext, RuleExtractor\n"
+        "from graphmem.ontology import Ontology\n"
+        "onto = Ontology.load()\n"
+        "ex = RuleExtractor(onto)\n"
+        "before = [m for m in ('spacy', 'dateparser') if m in sys.modules]\n"
+        "out = ex.extract('Ana works for Initech.', ExtractionContext(onto, datetime.now(UTC)))\n"
+        "print(before, 'spacy' in sys.modules, len(out.triples))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[]", "True", "1"]

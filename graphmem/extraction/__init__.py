@@ -1,5 +1,7 @@
 """Extractors: turning a chunk of conversation into memories, entities and triples."""
 
+from typing import TYPE_CHECKING, Any
+
 from .schema import (
     ExtractedEntity,
     ExtractedMemory,
@@ -12,6 +14,9 @@ from .schema import (
     Rejection,
 )
 
+if TYPE_CHECKING:
+    from .rules import RuleExtractor
+
 __all__ = [
     "ExtractedEntity",
     "ExtractedMemory",
@@ -22,4 +27,14 @@ __all__ = [
     "KnownEntity",
     "KnownMemory",
     "Rejection",
+    "RuleExtractor",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The rule extractor on demand: importing it is cheap, but an extractor-free program need not.
+    if name == "RuleExtractor":
+        from .rules import RuleExtractor
+
+        return RuleExtractor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from spacy.tokens import Doc
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc
 
-from .rules_lexicon import English
+    from .words import English
 
 _SPEAKER_LINE: Final = re.compile(r"^[ \t]*([^:\n]{1,60}?)[ \t]*:[ \t]*(.*)$")
 _GENERIC_SPEAKER: Final = re.compile(r"^[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}$")
@@ -55,6 +57,14 @@ class Message:
 
     def span_text(self, start: int, end: int) -> str:
         return self.text[self.starts[start]:self.end_char(end - 1)]
+
+
+def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English) -> list[Message]:
+    """The chunk's messages, each tokenized once and split into sentences."""
+    messages = split_messages(chunk, speakers)
+    for msg in messages:
+        fill_tokens(msg, nlp.make_doc(msg.text), eng)
+    return messages
 
 
 def split_messages(chunk: str, speakers: list[str]) -> list[Message]:

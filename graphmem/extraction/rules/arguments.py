@@ -1,0 +1,204 @@
+"""The arguments of a relation inside one sentence: its subject, its objects, and the checked triple.
+
+``SentenceView`` indexes a sentence's mentions by start and end token once, so the relation finders
+(``triples`` and ``roles``) can ask "which entity ends just before token k" in constant time.
+``make`` is the one place a triple is built: it checks the ontology's domain and range against the
+entities' types and records which entities a triple used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from spacy.lang.en.stop_words import STOP_WORDS
+
+from ...ontology.model import RelationInfo
+from ..schema import ExtractedTriple
+from .resources import Resources
+from .state import ChunkState, Mention, Sentence, norm
+from .words import (
+    CONJUNCTIONS,
+    DETERMINERS,
+    EVALUATIVE,
+    FIRST_PERSON,
+    GENERIC_HEADS,
+    INTERJECTIONS,
+    MONTHS,
+    OTHER_PRONOUNS,
+    POSSESSIVE_DETS,
+    PREPOSITIONS,
+    WEEKDAYS,
+)
+
+_SKIP_BEFORE_OBJECT: Final = frozenset(DETERMINERS | {"new", "old", "local", "nearby", "famous", "beautiful",
+                                                      "small", "big", "little", "great", "current", "former"})
+_COMMON_VERBS: Final = frozenset({"go", "be", "do", "get", "make", "take", "see", "come", "know", "think",
+                                  "want", "try", "say", "tell", "give", "find", "keep", "let", "put", "seem",
+                                  "feel", "have", "start", "help", "talk", "turn", "use", "work", "play"})
+_SUBJECT_STOPS: Final = frozenset({"but", "while", "whereas", "although", "though", "because", "if", "when", "so",
+                                   "yet", "nor", "unless", "whether", "since"})
+
+
+@dataclass
+class SentenceView:
+    sent: Sentence
+    speaker: str | None
+    """Entity key of the message's speaker, what "I" and "me" stand for."""
+    ment_start: dict[int, Mention]
+    ment_end: dict[int, Mention]
+    inside: list[bool]
+    """Per token of the sentence: part of a mention."""
+    state: ChunkState
+    literal_times: set[int] = field(default_factory=set)
+    """Time expressions (by start) used as a date value, so not also as the triple's ``valid_from``."""
+
+    @classmethod
+    def of(cls, state: ChunkState, sent: Sentence) -> SentenceView:
+        speaker = state.index.get(norm(sent.msg.speaker)) if sent.msg.speaker is not None else None
+        inside = [False] * (sent.end - sent.start)
+        for m in sent.mentions:
+            for k in range(m.start, m.end):
+                inside[k - sent.start] = True
+        return cls(sent, speaker, {m.start: m for m in sent.mentions}, {m.end: m for m in sent.mentions},
+                   inside, state)
+
+    @property
+    def endpoints(self) -> set[str]:
+        return self.state.endpoints
+
+
+def subject(ctx: SentenceView, first: int) -> str | None:
+    """Nearest entity or first-person pronoun left of the relation, skipping prepositional objects."""
+    msg, start = ctx.sent.msg, ctx.sent.start
+    k = first - 1
+    # Apposition: "Dow Jones & Company, a division of News Corp".
+    d = k - 1 if k >= start and msg.lowers[k] in ("a", "an", "the") else k
+    if d >= start and msg.lowers[d] == "," and (m := ctx.ment_end.get(d)) is not None:
+        return m.key
+    while k >= start:
+        m = ctx.ment_end.get(k + 1)
+        if m is not None:
+            before = m.start - 1
+            if before >= ctx.sent.start and msg.lowers[before] in PREPOSITIONS:
+                k = m.start - 1
+                continue
+            return m.key
+        lo = msg.lowers[k]
+        if lo in FIRST_PERSON:
+            return ctx.speaker
+        if lo in ("a", "an", "the", "this", "that") and not (k > start and msg.lemmas[k - 1] == "be"):
+            return None  # "the westernmost location is in X": a nearer, nameless subject
+        if lo in _SUBJECT_STOPS:
+            return None
+        if lo in POSSESSIVE_DETS or lo in OTHER_PRONOUNS or lo == ";":
+            if lo in ("it", "he", "she", "they", "its", "his", "her") and ctx.state.topic is not None \
+                    and msg.initial[k]:
+                return ctx.state.topic
+            return None
+        k -= 1
+    return None
+
+
+def objects(res: Resources, ctx: SentenceView, k: int, *, allow_np: bool) -> list[str]:
+    """The entities right of the relation ("in Lisbon", "Ana, Luis and Inês"), or a noun phrase if allowed."""
+    msg, end = ctx.sent.msg, ctx.sent.end
+    skipped = 0
+    while k < end and skipped < 4:
+        lo = msg.lowers[k]
+        if k in ctx.ment_start:
+            break
+        if lo in ("me", "myself") and ctx.speaker is not None:
+            return [ctx.speaker]
+        content = lo.isalpha() and lo not in PREPOSITIONS and lo not in CONJUNCTIONS and lo not in STOP_WORDS \
+            and not msg.caps[k]
+        if lo == "of" and skipped and k + 1 in ctx.ment_start and not allow_np:  # "the city of Porto"
+            k += 1
+            continue
+        if lo in _SKIP_BEFORE_OBJECT or (not allow_np and (lo in ("called", "named") or (content and skipped < 2))):
+            k += 1
+            skipped += 1
+            continue
+        break
+    if k < end and k in ctx.ment_start:
+        return _listed(ctx, k)
+    if allow_np:
+        np = noun_phrase(res, ctx, k)
+        if np is not None:
+            return [np]
+    return []
+
+
+def _listed(ctx: SentenceView, k: int) -> list[str]:
+    """The mention at ``k`` and up to three more joined by "and", "," or "&"."""
+    msg, end = ctx.sent.msg, ctx.sent.end
+    keys = [ctx.ment_start[k].key]
+    j = ctx.ment_start[k].end
+    while j + 1 < end and msg.lowers[j] in ("and", ",", "&") and len(keys) < 4:
+        nxt = j + 1
+        if msg.lowers[nxt] == "and":
+            nxt += 1
+        m = ctx.ment_start.get(nxt)
+        if m is None:
+            break
+        keys.append(m.key)
+        j = m.end
+    return keys
+
+
+def noun_phrase(res: Resources, ctx: SentenceView, k: int) -> str | None:
+    """A short lowercase noun phrase as an object ("I love painting", "I have a dog"), registered as an entity."""
+    msg, end = ctx.sent.msg, ctx.sent.end
+    while k < end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
+        k += 1
+    words: list[int] = []
+    while k < end and len(words) < 2:
+        lo = msg.lowers[k]
+        if not (lo.isalpha() or ("-" in lo and lo.replace("-", "").isalpha())) or msg.caps[k] \
+                or lo in STOP_WORDS or lo in PREPOSITIONS or lo in CONJUNCTIONS or lo in INTERJECTIONS:
+            break
+        words.append(k)
+        k += 1
+    if not words:
+        return None
+    head = msg.lowers[words[-1]]
+    if msg.lemmas[words[-1]] not in res.english.nouns and head not in res.english.nouns:
+        return None
+    if head in GENERIC_HEADS or msg.lemmas[words[0]] in _COMMON_VERBS or head in MONTHS or head in WEEKDAYS \
+            or head in ("today", "yesterday", "tomorrow", "tonight", "ago"):
+        return None
+    lemma = msg.lemmas[words[-1]]
+    if head.endswith("s") and lemma in (head[:-1], head[:-2]) and not head.endswith("ss"):
+        head = lemma
+    name = " ".join([*(msg.lowers[w] for w in words[:-1]), head])
+    ent = ctx.state.entity(name)
+    ent.mentioned = True
+    lex = res.lexicon
+    cls = lex.class_words.get(tuple(msg.lemmas[w] for w in words)) or lex.class_words.get((msg.lemmas[words[-1]],))
+    ent.set_type(cls, 1)
+    ctx.sent.mentions.append(Mention(words[0], words[-1] + 1, ent.key, "np"))
+    return ent.key
+
+
+def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, target: str, *,
+         literal: bool = False) -> ExtractedTriple | None:
+    """The triple, if its endpoints' types fit the relation's domain and range; ``target`` is an entity key,
+    or the value itself when ``literal``. Dated by the sentence's first time phrase not used as a value."""
+    state = ctx.state
+    src = state.entities.get(source)
+    if src is None or source == target:
+        return None
+    if not res.lexicon.compatible(src.type, rel.domain):
+        return None
+    if literal:
+        target_name = target
+    else:
+        dst = state.entities.get(target)
+        if dst is None or not res.lexicon.compatible(dst.type, rel.range):
+            return None
+        target_name = dst.name
+        ctx.endpoints.add(target)
+    ctx.endpoints.add(source)
+    valid = next((t.iso for t in ctx.sent.times if t.start not in ctx.literal_times), None)
+    return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
+                           memory=ctx.sent.memory if ctx.sent.memory >= 0 else None)

@@ -1,0 +1,97 @@
+"""``RuleExtractor``: the facade that runs the rule parts over a chunk, in order."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
+from .resources import Resources, load
+from .state import ChunkState, Granularity, Sentence
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+    from ...ontology import Ontology
+    from .lexicon import OntologyLexicon
+    from .words import English
+
+
+class RuleExtractor(Extractor):
+    """Offline extractor from spaCy rules plus the ontology's labels and synonyms; see the package doc.
+
+    Build it once per ontology: the tokenizer and all pattern tables are compiled on first use (spaCy is
+    imported then, not before), so ``extract`` only tokenizes and looks words up. ``granularity="message"``
+    keeps each speaker turn (or paragraph) as one memory instead of one per sentence; sentences under
+    ``min_words`` words are merged into a neighbour ("Wow!"); ``concepts`` adds lowercase noun compounds as
+    untyped entities. Stateless between calls, so one instance can serve several threads.
+    """
+
+    name = "rules"
+    uses_known_memories = False
+
+    def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
+                 concepts: bool = True) -> None:
+        self.ontology = ontology
+        self.granularity: Granularity = granularity
+        self.concepts = concepts
+        self.min_words = min_words
+        self._resources: Resources | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def resources(self) -> Resources:
+        """Tokenizer, English tables and the ontology lexicon, built once, on first use."""
+        if self._resources is None:
+            with self._lock:
+                if self._resources is None:
+                    self._resources = load(self.ontology)
+        return self._resources
+
+    @property
+    def nlp(self) -> Language:
+        return self.resources.nlp
+
+    @property
+    def english(self) -> English:
+        return self.resources.english
+
+    @property
+    def lexicon(self) -> OntologyLexicon:
+        return self.resources.lexicon
+
+    def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        from . import classes, concepts, entities, memories  # spaCy's word lists load with these
+        from .dates import find_times
+        from .text import tokenize
+
+        res = self.resources
+        state = ChunkState(context)
+        messages = tokenize(chunk, context.speakers, res.nlp, res.english)
+        entities.register_known(res, state, messages)
+        state.known = entities.known_table(res, state)
+        state.sentences = Sentence.split(messages)
+        for sent in state.sentences:
+            entities.add_mentions(res, state, sent)
+        entities.merge_short_forms(res, state)
+        if self.concepts:
+            for sent in state.sentences:
+                concepts.add_compounds(res.english, state, sent)
+        for sent in state.sentences:
+            classes.type_from_context(res, state, sent)
+            sent.times = find_times(sent.text, context.reference_time)
+        found = memories.memories(res.english, state.sentences, self.granularity, self.min_words)
+        triples = _triples(res, state)
+        return Extraction(memories=found, entities=entities.output(state), triples=triples)
+
+
+def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
+    """The triples of every statement (questions state nothing), first of each (source, relation, target)."""
+    from .triples import sentence_triples
+
+    out: dict[tuple[str, str, str], ExtractedTriple] = {}
+    for sent in state.sentences:
+        if not sent.question:
+            for t in sentence_triples(res, state, sent):
+                out.setdefault((t.source, t.relation, t.target), t)
+    return list(out.values())

@@ -1,0 +1,62 @@
+"""Everything the rules read that is built once per ontology: tokenizer, English tables, ontology lexicon.
+
+``load`` is the one place spaCy is imported, so importing the extractor stays cheap and the tokenizer and
+word tables are built only when an extractor first extracts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+    from ...ontology import Ontology
+    from ...ontology.model import RelationInfo
+    from .lexicon import OntologyLexicon
+    from .words import English
+
+_NAME_CACHE_LIMIT = 50_000
+
+
+@dataclass
+class Resources:
+    ontology: Ontology
+    nlp: Language
+    english: English
+    lexicon: OntologyLexicon
+    np_ok: dict[str, bool]
+    """Relation IRI -> whether a lowercase noun phrase may be its object (see ``broad_range``)."""
+    _names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def words(self, name: str) -> tuple[str, ...]:
+        """A name's lowercase tokens, cached: known names recur in every chunk of a scope."""
+        got = self._names.get(name)
+        if got is None:
+            got = tuple(t.lower_ for t in self.nlp.make_doc(name) if not t.is_space)
+            if len(self._names) > _NAME_CACHE_LIMIT:
+                self._names.clear()
+            self._names[name] = got
+        return got
+
+
+def load(ontology: Ontology) -> Resources:
+    import spacy
+
+    from .lexicon import OntologyLexicon
+    from .words import english
+
+    nlp = spacy.blank("en")
+    lexicon = OntologyLexicon.build(ontology, nlp)
+    np_ok = {r.iri: broad_range(ontology, r) for r in ontology.relations.values()}
+    return Resources(ontology, nlp, english(), lexicon, np_ok)
+
+
+def broad_range(ontology: Ontology, rel: RelationInfo) -> bool:
+    """Whether a lowercase noun phrase may be the object ("I love painting"): not for people, groups,
+    places or languages, which have names."""
+    if rel.kind != "object" or not rel.range:
+        return False
+    narrow = [c for c in ("Agent", "Place", "Organism", "Language") if ontology.resolve_class(c)]
+    return all(not any(ontology.is_subclass(r, n) for n in narrow) for r in rel.range)

@@ -1,0 +1,147 @@
+"""Triples from role nouns and owned things: "Maya's manager Tomás", "my sister Inês", "my boss is Carla",
+"Luis is my husband", "my dog Rex", and an email address next to its owner.
+
+A role noun comes from a relation's label ("manager of" -> manages, read "Y is the manager of X"); a class
+word after a possessive ("my dog") types the named thing and links it through the "has <class>" relation.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ...ontology.model import RelationInfo
+from ..schema import ExtractedTriple
+from . import values
+from .arguments import SentenceView, make, noun_phrase, subject
+from .lexicon import Direction
+from .resources import Resources
+from .words import FIRST_PERSON
+
+_BE: Final = frozenset({"be", "'s", "’s", "'re", "'m"})
+
+
+def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """Triples of each "<possessor> <role or class word>" in the sentence, outside tokens ``used`` already."""
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
+    lex = res.lexicon
+    out: list[ExtractedTriple] = []
+    for a in range(s + 1, e):
+        if ctx.inside[a - s] or a in used:
+            continue
+        possessor, pos_tok = possessor_at(ctx, a - 1)
+        if possessor is None:
+            continue
+        for n in range(min(max(lex.max_role_len, lex.max_class_len), e - a), 0, -1):
+            words = tuple(msg.lemmas[a:a + n])
+            roles = lex.roles.get(words)
+            cls = lex.class_words.get(words)
+            if roles is None and cls is None:
+                continue
+            target, literal_at = _role_target(ctx, a + n, pos_tok)
+            if roles is not None:
+                got = _apply_roles(res, ctx, roles, possessor, target, literal_at, a)
+                if got is not None:
+                    out.append(got)
+                    break
+            if cls is not None and target is not None and target in ctx.state.entities:
+                owned = _owned(res, ctx, cls, possessor, target)
+                if owned is not None:
+                    out.append(owned)
+                break
+    return out
+
+
+def _owned(res: Resources, ctx: SentenceView, cls: str, possessor: str, target: str) -> ExtractedTriple | None:
+    """"my dog Rex": Rex is a Pet, and the possessor has it if the ontology says how (owns)."""
+    lex = res.lexicon
+    ctx.state.entities[target].set_type(cls, 1)
+    owns = lex.has_relations.get(cls) or next(
+        (r for c, r in lex.has_relations.items() if res.ontology.is_subclass(cls, c)), None)
+    return make(res, ctx, possessor, owns, target) if owns is not None else None
+
+
+def possessor_at(ctx: SentenceView, k: int) -> tuple[str | None, int]:
+    """Who owns what follows token ``k`` ("my", "Maya's", a sentence-initial "Her" for the topic), and the
+    first token of the possessive."""
+    msg = ctx.sent.msg
+    if k < ctx.sent.start:
+        return None, k
+    lo = msg.lowers[k]
+    if lo == "my":
+        return ctx.speaker, k
+    if lo in ("his", "her", "its", "their") and ctx.state.topic is not None and msg.initial[k]:
+        return ctx.state.topic, k
+    if lo in ("'s", "’s", "'", "’"):
+        m = ctx.ment_end.get(k)
+        if m is not None:
+            return m.key, m.start
+    return None, k
+
+
+def _role_target(ctx: SentenceView, b: int, pos_tok: int) -> tuple[str | None, int]:
+    """The entity named by the role: after it ("my manager Tomás", "my boss is Tomás"), else before it
+    ("Tomás is my manager"). Also returns where a literal value would start."""
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
+    k = b
+    if k < e and msg.lowers[k] in (",", ":", "-", "–"):
+        k += 1
+    if k < e and (msg.lemmas[k] == "be" or msg.lowers[k] in ("'s", "’s")):
+        k += 1
+    literal_at = k
+    while k < e and msg.lowers[k] in ("the", "a", "an", "called", "named"):
+        k += 1
+    if k < e and k in ctx.ment_start:
+        return ctx.ment_start[k].key, literal_at
+    if k < e and msg.lowers[k] in ("me", "i") and ctx.speaker is not None:
+        return ctx.speaker, literal_at
+    j = pos_tok - 1
+    if j >= s and (msg.lemmas[j] == "be" or msg.lowers[j] in _BE):
+        j -= 1
+        if j >= s and (j + 1) in ctx.ment_end:
+            return ctx.ment_end[j + 1].key, literal_at
+        if j >= s and msg.lowers[j] in FIRST_PERSON and ctx.speaker is not None:
+            return ctx.speaker, literal_at
+    return None, literal_at
+
+
+def _apply_roles(res: Resources, ctx: SentenceView, roles: list[tuple[RelationInfo, Direction]], possessor: str,
+                 target: str | None, literal_at: int, anchor: int) -> ExtractedTriple | None:
+    """The first of the role's relations that yields a valid triple."""
+    for rel, direction in roles:
+        if rel.kind == "datatype":
+            if direction != "is":
+                continue
+            value = values.literal(ctx, rel, literal_at, before=anchor)
+            if value is not None and (t := make(res, ctx, possessor, rel, value, literal=True)):
+                return t
+            continue
+        if target is None:
+            if direction == "is" and res.np_ok[rel.iri] and literal_at < ctx.sent.end:
+                np = noun_phrase(res, ctx, literal_at)
+                if np is not None and (t := make(res, ctx, possessor, rel, np)) is not None:
+                    return t
+            continue
+        src, dst = (target, possessor) if direction == "of" else (possessor, target)
+        t = make(res, ctx, src, rel, dst)
+        if t is not None:
+            return t
+    return None
+
+
+def email_triples(res: Resources, ctx: SentenceView) -> list[ExtractedTriple]:
+    """An address next to its owner ("reach me at maya@example.com", "Ana (ana@x.org)")."""
+    rel = res.ontology.relation_info("email")
+    if rel is None or rel.kind != "datatype":
+        return []
+    msg = ctx.sent.msg
+    out: list[ExtractedTriple] = []
+    for m in ctx.sent.mentions:
+        if m.kind != "id" or "@" not in msg.texts[m.start]:
+            continue
+        owner = subject(ctx, m.start)
+        if owner is None:
+            continue
+        t = make(res, ctx, owner, rel, msg.texts[m.start], literal=True)
+        if t is not None:
+            out.append(t)
+    return out

@@ -1,0 +1,185 @@
+"""Triples of one sentence: "X <relation label or synonym> Y", then role nouns and email owners.
+
+Relation surface forms from the lexicon are matched by lemma ("worked for" matches "works for"), also
+with words in between for "verb preposition" forms ("work as a data engineer at"); the longest, exact,
+tense-agreeing matches win and claim their tokens. A negation just before a match drops it; a passive
+"by" swaps the roles ("published by").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from ...ontology.model import RelationInfo
+from ..schema import ExtractedTriple
+from . import roles, values
+from .arguments import SentenceView, make, objects, subject
+from .lexicon import RelationPattern
+from .resources import Resources
+from .state import ChunkState, Sentence
+from .text import Message
+from .words import CONJUNCTIONS, DETERMINERS, FIRST_PERSON, NEGATIONS, POSSESSIVE_MARKS
+
+_ADVERBS: Final = frozenset({"really", "also", "totally", "just", "absolutely", "still", "do", "does", "did",
+                             "truly", "so", "definitely", "now", "currently", "already", "always", "usually",
+                             "actually", "even", "both", "all"})
+
+
+@dataclass
+class Match:
+    pattern: RelationPattern
+    toks: list[int]
+    tokens: set[int]
+    """Tokens this match claims; a gapped match shares its verb ("work as ... at")."""
+    sort_key: tuple[int, bool, int, int, str, int]
+
+
+def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[ExtractedTriple]:
+    """Every triple the sentence states, in order: relation patterns, role nouns, email owners."""
+    out: list[ExtractedTriple] = []
+    ctx = SentenceView.of(state, sent)
+    used: set[int] = set()
+    for match in relation_matches(res, ctx):
+        toks = match.tokens
+        if used & toks:
+            continue
+        produced = _triples_for_match(res, ctx, match)
+        if produced:
+            used |= toks
+            out += produced
+    out += roles.role_triples(res, ctx, used)
+    out += roles.email_triples(res, ctx)
+    return out
+
+
+def relation_matches(res: Resources, ctx: SentenceView) -> list[Match]:
+    """All pattern matches outside mentions, best first."""
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
+    lex = res.lexicon
+    lemmas, lowers = msg.lemmas, msg.lowers
+    found: list[Match] = []
+    for i in range(s, e):
+        if ctx.inside[i - s]:
+            continue
+        pats = lex.patterns.get(lemmas[i], [])
+        extra = lex.exact_first.get(lowers[i])
+        if extra:
+            pats = pats + [p for p in extra if p not in pats]
+        for p in pats:
+            n = len(p.lemmas)
+            if i + n <= e and all(
+                    not ctx.inside[i + k - s] and (lemmas[i + k] == p.lemmas[k] or lowers[i + k] == p.lowers[k])
+                    for k in range(n)):
+                if _contiguous_ok(ctx, p, i):
+                    found.append(_score(ctx, p, list(range(i, i + n))))
+            elif p.gappable and lemmas[i] == p.lemmas[0]:
+                j = _gapped_end(ctx, p, i)
+                if j is not None:
+                    found.append(_score(ctx, p, [i, j]))
+    found.sort(key=lambda m: m.sort_key)
+    return found
+
+
+def _contiguous_ok(ctx: SentenceView, p: RelationPattern, i: int) -> bool:
+    """Whether a one-word match at ``i`` is the verb, not a preposition or adjective."""
+    msg, s = ctx.sent.msg, ctx.sent.start
+    lowers, lemmas = msg.lowers, msg.lemmas
+    if len(p.lemmas) != 1:
+        return True
+    if lowers[i] != p.lowers[0] and lowers[i] == lemmas[i] and not _subject_right_before(ctx, i):
+        return False  # base form "like" is usually the preposition unless "I like"
+    # "its publishing arm": an adjective, not the verb
+    return not (i > s and (lowers[i - 1] in DETERMINERS or lowers[i - 1] in POSSESSIVE_MARKS))
+
+
+def _gapped_end(ctx: SentenceView, p: RelationPattern, i: int) -> int | None:
+    """Where the preposition of a gapped form ("work as a data engineer at") stands, within five words."""
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
+    for j in range(i + 2, min(i + 7, e)):
+        lo = msg.lowers[j]
+        if not msg.alnum[j] or lo in CONJUNCTIONS:
+            return None
+        if lo == p.lowers[1] and not ctx.inside[j - s]:
+            return j
+    return None
+
+
+def _subject_right_before(ctx: SentenceView, i: int) -> bool:
+    msg = ctx.sent.msg
+    k = i - 1
+    if k >= ctx.sent.start and msg.lowers[k] in _ADVERBS | {"n't", "not"}:
+        k -= 1
+    if k < ctx.sent.start:
+        return False
+    return msg.lowers[k] in FIRST_PERSON or msg.lowers[k] in ("we", "they", "he", "she", "you") \
+        or (k + 1) in ctx.ment_end
+
+
+def _score(ctx: SentenceView, p: RelationPattern, toks: list[int]) -> Match:
+    """Longer first, contiguous before gapped, more exact words, tense agreeing, then by IRI and position."""
+    msg = ctx.sent.msg
+    exact = sum(1 for k, t in enumerate(toks) if msg.lowers[t] == p.lowers[k])
+    past = any(msg.lowers[t] in ("was", "were", "had", "used") or
+               (msg.lowers[t] != msg.lemmas[t] and msg.lowers[t].endswith(("ed", "ew")))
+               for t in toks)
+    if toks[0] > ctx.sent.start and msg.lowers[toks[0] - 1] in ("was", "were", "had", "used"):
+        past = True
+    gap = len(toks) == 2 and toks[1] != toks[0] + 1
+    key = (-len(toks), gap, -exact, 0 if past == p.past else 1, p.relation.iri, toks[0])
+    return Match(p, toks, {toks[1]} if gap else set(toks), key)
+
+
+def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[ExtractedTriple]:
+    msg, p = ctx.sent.msg, match.pattern
+    first, last = match.toks[0], match.toks[-1]
+    if _negated(msg, first, ctx.sent.start):
+        return []
+    rel = p.relation
+    by_tok = _passive_by(ctx, p, first, last)
+    if by_tok is not None:
+        agent = objects(res, ctx, by_tok + 1, allow_np=False)
+        theme = subject(ctx, first)
+        if agent and theme is not None:
+            return [t for a in agent[:1] if (t := make(res, ctx, a, rel, theme)) is not None]
+        return []
+    subj = subject(ctx, first)
+    if subj is None:
+        return []
+    if rel.kind == "datatype":
+        value = values.literal(ctx, rel, last + 1, before=first)
+        if value is None:
+            return []
+        t = make(res, ctx, subj, rel, value, literal=True)
+        return [t] if t is not None else []
+    return _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap)
+
+
+def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: str, k: int, *,
+                    swap: bool) -> list[ExtractedTriple]:
+    """One triple per object from ``k`` (only the first for a functional relation)."""
+    out: list[ExtractedTriple] = []
+    found = objects(res, ctx, k, allow_np=res.np_ok[rel.iri])
+    for obj in found[:1] if rel.functional else found:
+        src, dst = (obj, subj) if swap else (subj, obj)
+        t = make(res, ctx, src, rel, dst)
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def _passive_by(ctx: SentenceView, p: RelationPattern, first: int, last: int) -> int | None:
+    """The "by" of a passive one-word inflected form ("Nature Physics is published by ..."), if any."""
+    msg = ctx.sent.msg
+    if not (len(p.lowers) == 1 and msg.lowers[first] != msg.lemmas[first] and p.relation.kind == "object"):
+        return None
+    for k in range(last + 1, min(last + 4, ctx.sent.end)):
+        if msg.lowers[k] == "by":
+            return k
+        if not msg.alnum[k]:
+            return None
+    return None
+
+
+def _negated(msg: Message, first: int, start: int) -> bool:
+    return any(msg.lowers[k] in NEGATIONS for k in range(max(start, first - 3), first))

@@ -1,0 +1,42 @@
+"""rules.dates: time phrases found by pattern and resolved against the reference time."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+from graphmem.extraction.rules.dates import find_times, resolve
+
+REF = datetime(2024, 6, 15, 12, 0)  # a Saturday
+DAY = REF.date()
+
+
+@pytest.mark.parametrize(("phrase", "expected", "precision"), [
+    ("yesterday", date(2024, 6, 14), "day"),
+    ("3 days ago", date(2024, 6, 12), "day"),
+    ("in the past 2 weeks", date(2024, 6, 1), "week"),
+    ("in 2019", date(2019, 1, 1), "year"),
+    ("last year", date(2023, 1, 1), "year"),
+    ("the 90s", date(1990, 1, 1), "year"),
+    ("in the late 1960s", date(1967, 1, 1), "year"),
+    ("last summer", date(2023, 7, 1), "month"),
+    ("next winter", date(2025, 1, 1), "month"),
+    ("3 March 1990", date(1990, 3, 3), "day"),
+])
+def test_resolve(phrase: str, expected: date, precision: str) -> None:
+    assert resolve(phrase, DAY, 12, "past") == (expected, precision)
+
+
+def test_find_times_offsets_and_future_preference() -> None:
+    text = "We fly to Rome next Tuesday and met Ana yesterday."
+    found = find_times(text, REF)
+    assert [(t.text, t.iso) for t in found] == [("next Tuesday", "2024-06-18"), ("yesterday", "2024-06-14")]
+    assert all(text[t.start:t.end] == t.text for t in found)
+    assert find_times("I will see her on Monday.", REF)[0].iso == "2024-06-17"  # future: the coming Monday
+    assert find_times("I saw her on Monday.", REF)[0].iso == "2024-06-10"
+
+
+def test_verbs_and_plain_text_are_not_dates() -> None:
+    assert find_times("You may go now.", REF) == []
+    assert find_times("Nothing temporal here at all.", REF) == []
