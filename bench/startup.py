@@ -1,6 +1,6 @@
 """How long graphmem takes to start: fresh processes, this checkout against a baseline commit.
 
-    python bench/startup.py [--runs 5] [--baseline-ref 900dae3] [--no-baseline] [--out F]
+    python bench/startup.py [--runs 5] [--baseline-ref 900dae3] [--no-baseline] [--only TEXT] [--out F]
 
 Every figure is the median of ``--runs`` fresh interpreters (the two trees alternate, so load from
 other work on the machine falls on both alike):
@@ -157,6 +157,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="fresh processes per figure (the median is kept)")
     ap.add_argument("--baseline-ref", default=DEFAULT_BASELINE, help="git ref to compare against")
     ap.add_argument("--no-baseline", action="store_true", help="measure this tree only")
+    ap.add_argument("--only", default="", help="measure only the figures whose name contains this text")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = ap.parse_args()
 
@@ -171,13 +172,18 @@ def main() -> None:
         samples: dict[str, dict[str, list[float]]] = {t.name: {} for t in trees}
         plans = {t.name: measurements(t) for t in trees}
         for name in plans["current"]:
+            if args.only not in name:
+                continue
             for _ in range(args.runs):
                 for tree in trees:  # alternate: the machine's load hits both trees alike
                     samples[tree.name].setdefault(name, []).append(plans[tree.name][name]())
         for name, measure in COLD.items():
+            if args.only not in name:
+                continue
             samples["current"][name] = [measure(trees[0]) for _ in range(args.runs)]
-            if not args.no_baseline:  # the baseline has no cache: every run is cold
-                samples["baseline"][name] = samples["baseline"][name.replace(", cold cache", "")]
+            warm = samples.get("baseline", {}).get(name.replace(", cold cache", ""))
+            if warm:  # the baseline has no cache: every run is cold
+                samples["baseline"][name] = warm
     finally:
         if baseline_dir.exists():
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline_dir)], check=False)
