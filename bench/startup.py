@@ -129,13 +129,10 @@ def measurements(tree: Tree) -> dict[str, Callable[[], float]]:
         "graphmem ontology show --json": lambda: wall(tree, [*cli, "ontology", "show", "--json"]),
         "first add+search, infer on": lambda: first_use(tree, True),
         "first add+search, infer off": lambda: first_use(tree, False),
+        # the baseline has no ontology cache: for it these are the same runs as above
+        "first add+search, infer on, cold cache": lambda: first_use(tree, True, cold=True),
+        "first add+search, infer off, cold cache": lambda: first_use(tree, False, cold=True),
     }
-
-
-COLD = {
-    "first add+search, infer on, cold cache": lambda t: first_use(t, True, cold=True),
-    "first add+search, infer off, cold cache": lambda t: first_use(t, False, cold=True),
-}
 
 
 def prepare(tree: Tree) -> None:
@@ -177,13 +174,6 @@ def main() -> None:
             for _ in range(args.runs):
                 for tree in trees:  # alternate: the machine's load hits both trees alike
                     samples[tree.name].setdefault(name, []).append(plans[tree.name][name]())
-        for name, measure in COLD.items():
-            if args.only not in name:
-                continue
-            samples["current"][name] = [measure(trees[0]) for _ in range(args.runs)]
-            warm = samples.get("baseline", {}).get(name.replace(", cold cache", ""))
-            if warm:  # the baseline has no cache: every run is cold
-                samples["baseline"][name] = warm
     finally:
         if baseline_dir.exists():
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline_dir)], check=False)
