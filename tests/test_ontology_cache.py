@@ -175,3 +175,14 @@ def test_an_unwritable_cache_folder_only_costs_the_compile(tmp_path: Path, monke
     blocker.write_text("not a folder")
     monkeypatch.setenv("GRAPHMEM_CACHE_DIR", str(blocker))
     assert Ontology.load().classes
+
+
+def test_graphs_parsed_later_are_the_files_as_loaded(cache_dir: Path, files: tuple[Path, Path]) -> None:
+    onto, shapes = files
+    fresh = Ontology.load(onto, shapes)
+    cached = Ontology.load(onto, shapes)
+    assert cached._shapes_graph is None
+    (shapes / "graphmem.shapes.ttl").write_text("this is not Turtle", encoding="utf-8")
+    (onto / "graphmem.ttl").write_text("nor is this", encoding="utf-8")
+    assert isomorphic(cached.shapes_graph, fresh.shapes_graph)  # the text read (and checked) at load time
+    assert isomorphic(cached.graph, fresh.graph)

@@ -31,7 +31,7 @@ from ..errors import OntologyError
 from . import cache
 from .diagnostics import Problem, sort_problems
 from .naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, normalize_surface, to_label, to_rel_type
-from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_graph
+from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_graph, parse_into
 
 PathsArg = str | Path | Sequence[str | Path] | None
 Kind = Literal["object", "datatype"]
@@ -165,16 +165,35 @@ def _closure(graph: Graph) -> Graph:
     return inferred
 
 
-def _parse_shapes(paths: Sequence[Path], skip_iris: Iterable[str], *, follow_imports: bool = True) -> LoadedGraph:
+def _parse_shapes(paths: Sequence[Path], skip_iris: Iterable[str]) -> LoadedGraph:
     """Shapes parsed the way pySHACL parses them (literals kept as written), so ``sh:in`` and
     ``sh:hasValue`` compare alike."""
     from pyshacl.monkey import rdflib_bool_patch, rdflib_bool_unpatch
 
     rdflib_bool_patch()  # type: ignore[no-untyped-call]
     try:
-        return load_graph(paths, skip_iris=skip_iris, follow_imports=follow_imports)
+        return load_graph(paths, skip_iris=skip_iris)
     finally:
         rdflib_bool_unpatch()  # type: ignore[no-untyped-call]
+
+
+def _reparse(sources: Sequence[SourceFile], *, shapes: bool) -> Graph:
+    """The graph of files already read (and checked against the cache entry): the text kept in memory
+    is parsed, so a file edited since :meth:`Ontology.load` cannot slip in under the old fingerprint."""
+    graph = Graph()
+    if not shapes:
+        for src in sources:
+            parse_into(graph, src)
+        return graph
+    from pyshacl.monkey import rdflib_bool_patch, rdflib_bool_unpatch
+
+    rdflib_bool_patch()  # type: ignore[no-untyped-call]
+    try:
+        for src in sources:
+            parse_into(graph, src)
+    finally:
+        rdflib_bool_unpatch()  # type: ignore[no-untyped-call]
+    return graph
 
 
 def _cached_source(item: Any) -> SourceFile | None:
@@ -260,8 +279,6 @@ class Ontology:
         self._shapes_graph: Graph | None = shapes.graph
         self._inferred: Graph | None = _closure(ontology.graph)
         self._tbox: Graph | None = None
-        self._onto_paths: list[Path] = [s.path for s in ontology.sources]
-        self._shape_paths: list[Path] = [s.path for s in shapes.sources]
         for src, iri in ontology.unresolved_imports + shapes.unresolved_imports:
             self.unresolved_imports.append(iri)
             self.problems.append(Problem("warning", "unresolved-import",
@@ -296,7 +313,7 @@ class Ontology:
         if self._graph is None:
             with self._lock:
                 if self._graph is None:
-                    self._graph = load_graph(self._onto_paths, follow_imports=False).graph
+                    self._graph = _reparse(self.sources, shapes=False)
         return self._graph
 
     @property
@@ -314,7 +331,7 @@ class Ontology:
         if self._shapes_graph is None:
             with self._lock:
                 if self._shapes_graph is None:
-                    self._shapes_graph = _parse_shapes(self._shape_paths, (), follow_imports=False).graph
+                    self._shapes_graph = _reparse(self.shape_sources, shapes=True)
         return self._shapes_graph
 
     @property
@@ -406,8 +423,6 @@ class Ontology:
             self._init_sources([s for s in sources if s], [s for s in shape_sources if s],
                                _strings(entry["ontology_iris"]))
             self._graph = self._shapes_graph = self._inferred = self._tbox = None
-            self._onto_paths = [s.path for s in self.sources]
-            self._shape_paths = [s.path for s in self.shape_sources]
             self.unresolved_imports = _strings(entry["unresolved_imports"])
             if any(iri.startswith("file:") and Path(unquote(urlparse(iri).path)).is_file()
                    for iri in self.unresolved_imports):
