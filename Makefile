@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race shacl-tests clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup shacl-tests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,9 @@ bench-race: venv  ## concurrent writers released together: duplicates, open func
 
 bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 	$(BIN)/python bench/guard.py $(ARGS)
+
+bench-startup: venv  ## import, CLI and first add+search times of fresh processes, against a baseline commit
+	$(BIN)/python bench/startup.py $(ARGS)
 
 # The search benchmark's own Neo4j (port 7688, data in .cache/neo4j-bench, 1 GB page cache): the
 # tenants `make test` leaves in the bundled server never mix with its stores. BENCH_NEO4J_URI: another server.

@@ -3,9 +3,17 @@
 Public API::
 
     from graphmem import Memory, AsyncMemory, MemoryConfig
+
+``import graphmem`` loads only the errors: the engine (pydantic, numpy, the stores, the ontology) is
+imported on first access to a name that needs it, so a CLI ``--help`` or a library that only catches
+``graphmem.GraphmemError`` does not pay for it.
 """
 
-from .config import MemoryConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigError,
     ConflictError,
@@ -28,10 +36,21 @@ from .errors import (
     StoreUnavailableError,
     UnsupportedError,
 )
-from .memory import AsyncMemory, Memory
-from .models import MemoryType, Scope
+
+if TYPE_CHECKING:
+    from .config import MemoryConfig
+    from .memory import AsyncMemory, Memory
+    from .models import MemoryType, Scope
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "AsyncMemory": ".memory",
+    "Memory": ".memory",
+    "MemoryConfig": ".config",
+    "MemoryType": ".models",
+    "Scope": ".models",
+}
 
 __all__ = [
     "AsyncMemory",
@@ -61,3 +80,16 @@ __all__ = [
     "UnsupportedError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,8 @@
 """The ``graphmem`` command line: the same operations as the Python API, one command each.
 
 Every command takes the scope options and ``--config FILE`` (YAML or TOML); ``--json`` prints the
-exact dict the Python API returns, so scripts can parse what people read.
+exact dict the Python API returns, so scripts can parse what people read. The engine is imported
+inside the commands that open a store, so ``--help`` and the ontology commands start without it.
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import MemoryConfig
 from .errors import GraphmemError
-from .memory import Memory
 from .ontology.cli import ontology_app
+
+if TYPE_CHECKING:
+    from .memory import Memory
 
 app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False)
 console = Console()
@@ -34,6 +36,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's result as
 
 
 def _memory(config: Path | None) -> Memory:
+    from .config import MemoryConfig
+    from .memory import Memory
+
     return Memory(MemoryConfig.from_file(config) if config else MemoryConfig.load())
 
 
@@ -248,6 +253,8 @@ def demo(
 ) -> None:
     """Add a short conversation, then search it: embedded store, offline, no API key, no server."""
     import tempfile
+
+    from .memory import Memory
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))

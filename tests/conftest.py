@@ -30,6 +30,18 @@ def neo4j_config() -> dict[str, Any]:
             "connect_timeout_s": 5}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ontology_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Compiled ontologies are cached in the session's temporary folder, not in the user's ~/.cache
+    (child processes the tests start inherit it)."""
+    if "GRAPHMEM_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["GRAPHMEM_CACHE_DIR"] = str(tmp_path_factory.mktemp("ontology-cache"))
+    yield
+    os.environ.pop("GRAPHMEM_CACHE_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def neo4j_available() -> bool:
     from neo4j import GraphDatabase

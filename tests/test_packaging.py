@@ -1,5 +1,6 @@
 """The built wheel works outside a source checkout: it carries the default ontology and shapes, so
-``Memory()`` with no configuration validates and writes a typed graph (``pip install graphmem``).
+``Memory()`` with no configuration validates and writes a typed graph (``pip install graphmem``), and
+the shapes' example cases, so ``graphmem ontology test`` runs them.
 
 The wheel is built from the working tree (pip, with build isolation, as a user's install builds it)
 and installed with ``--target`` into a folder that is put first on ``sys.path`` of a child process
@@ -16,6 +17,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "graphmem", "ontology", "shapes")
@@ -35,29 +38,44 @@ print(json.dumps({"package": graphmem.__file__, "ontology": [str(p) for p in ont
 """
 
 
-def test_wheel_carries_the_default_ontology_and_shapes(tmp_path: Path) -> None:
-    src, wheels, target, work = tmp_path / "src", tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from a copy of the sources and installed with ``--target`` (scripts in ``bin/``)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src, wheels, target, work = tmp / "src", tmp / "wheels", tmp / "site", tmp / "work"
     work.mkdir()
     src.mkdir()
     # a copy of the sources: setuptools builds in the source folder, whose build/ could hold an older build
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(ROOT / name, src / name)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(src)], check=True, cwd=work, timeout=240)
     (wheel,) = wheels.glob("graphmem-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for folder in ("ontology", "shapes"):
-        shipped = sorted(n for n in names if n.startswith(f"graphmem/data/{folder}/"))
-        assert shipped == sorted(f"graphmem/data/{folder}/{p.name}" for p in (ROOT / folder).glob("*.ttl"))
+    for folder in ("ontology", "shapes", "shapes/tests", "shapes/tests/data"):
+        shipped = sorted(n for n in names if n.startswith(f"graphmem/data/{folder}/") and "/" not in
+                         n[len(f"graphmem/data/{folder}/"):])
+        expected = sorted(f"graphmem/data/{folder}/{p.name}" for p in (ROOT / folder).glob("*.ttl"))
+        assert expected and shipped == expected, folder
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, timeout=240)
+    return target
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}  # a user's plain setup
-    env.update(PYTHONPATH=str(target), GRAPHMEM_HOME=str(tmp_path / "home"))
-    run = subprocess.run([sys.executable, "-c", CHILD], cwd=work, env=env, capture_output=True, text=True,
-                         timeout=240)
+
+def plain_env(target: Path, tmp_path: Path) -> dict[str, str]:
+    """A user's plain setup: no graphmem variables, home and caches in ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    env.update(PYTHONPATH=str(target), GRAPHMEM_HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return env
+
+
+def test_wheel_carries_the_default_ontology_and_shapes(installed: Path, tmp_path: Path) -> None:
+    target, work = installed, tmp_path / "work"
+    work.mkdir()
+    run = subprocess.run([sys.executable, "-c", CHILD], cwd=work, env=plain_env(target, tmp_path),
+                         capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(got["package"]).is_relative_to(target)
@@ -66,3 +84,17 @@ def test_wheel_carries_the_default_ontology_and_shapes(tmp_path: Path) -> None:
     # the rule extractor typed the graph from the packaged ontology, and its shapes refused the rest
     assert any(r["source"] == "Alice" and r["target"] == "Lisbon" for r in got["added"]), got["added"]
     assert got["rejected"] == 1
+
+
+def test_ontology_test_runs_the_shipped_example_cases(installed: Path, tmp_path: Path) -> None:
+    script = installed / "bin" / "graphmem"
+    assert script.is_file(), "the wheel's console script was not installed"
+    run = subprocess.run([sys.executable, str(script), "ontology", "test", "--json"], cwd=tmp_path,
+                         env=plain_env(installed, tmp_path), capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    cases = len(list((ROOT / "shapes" / "tests" / "data").glob("*.ttl")))
+    assert got["failed"] == 0 and got["passed"] == len(got["cases"]) >= cases > 0, got
+    # the cases came from the wheel's copy, not from a checkout
+    assert {c["manifest"] for c in got["cases"]} == {
+        str(installed / "graphmem" / "data" / "shapes" / "tests" / "manifest.ttl")}

@@ -2,7 +2,8 @@
 
 Every command takes ``--ontology`` and ``--shapes`` (files or folders, repeatable), defaulting to the
 repository's ``ontology/`` and ``shapes/``. ``--json`` prints what programs need; exit codes are 0 for
-clean, 1 for problems found or failing cases, 2 for files that cannot be used at all.
+clean, 1 for problems found or failing cases, 2 for files that cannot be used at all. rdflib, owlrl
+and pySHACL are imported by the command that runs, not by ``graphmem --help``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,9 +19,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OntologyError
-from .lint import check as lint_check
-from .manifest import load_cases, run_cases
-from .model import Ontology, default_paths
+
+if TYPE_CHECKING:
+    from .model import Ontology
 
 ontology_app = typer.Typer(help="Check, show and test ontology and SHACL shapes files.", no_args_is_help=True,
                            add_completion=False)
@@ -35,6 +36,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 
 def _paths(ontology: list[Path] | None, shapes: list[Path] | None) -> tuple[list[Path], list[Path]]:
+    from .model import default_paths
+
     if ontology and shapes is not None:
         return ontology, shapes
     try:
@@ -46,6 +49,8 @@ def _paths(ontology: list[Path] | None, shapes: list[Path] | None) -> tuple[list
 
 
 def _load(ontology: list[Path] | None, shapes: list[Path] | None) -> Ontology:
+    from .model import Ontology
+
     onto_paths, shape_paths = _paths(ontology, shapes)
     try:
         return Ontology.load(onto_paths, shape_paths, strict=False)
@@ -62,6 +67,8 @@ def _emit_json(data: Any) -> None:
 def check(ontology: OntologyOpt = None, shapes: ShapesOpt = None, as_json: JsonOpt = False) -> None:
     """Lint ontology and shapes: syntax, meta-SHACL, unknown sh: terms, missing classes and properties,
     impossible counts, unsafe or colliding Neo4j names, ambiguous synonyms."""
+    from .lint import check as lint_check
+
     onto_paths, shape_paths = _paths(ontology, shapes)
     problems = lint_check(onto_paths, shape_paths)
     errors = [p for p in problems if p.severity == "error"]
@@ -132,6 +139,9 @@ def test_(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show pySHACL warnings.")] = False,
 ) -> None:
     """Run example cases (W3C SHACL test manifest or DASH format): pass/fail per case."""
+    from .manifest import load_cases, run_cases
+    from .model import Ontology
+
     logging.getLogger("graphmem.ontology.shacl").setLevel(logging.WARNING if verbose else logging.ERROR)
     onto_paths, shape_paths = _paths(ontology, shapes)
     if not manifests:

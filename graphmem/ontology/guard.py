@@ -54,7 +54,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
 from rdflib import Graph, URIRef
@@ -77,7 +77,11 @@ from .results import (
     path_predicates,
 )
 from .shapeplan import ShapePlan
-from .validation import Outcome, compile_shapes, run_shacl
+
+if TYPE_CHECKING:
+    from pyshacl import ShapesGraph
+
+    from .validation import Outcome
 
 _PAIR_COMPONENTS: Final = {
     SH.LessThanConstraintComponent: SH.lessThan,
@@ -225,22 +229,54 @@ class Guard:
 
     def __init__(self, ontology: Ontology, *, optimize: bool = True) -> None:
         """``optimize=False`` validates every shape against the whole context given (same verdicts,
-        slower; for tests and benchmarks)."""
+        slower; for tests and benchmarks).
+
+        The shapes are planned and compiled (and pySHACL imported) on the first check that has
+        triples, or the first read of :attr:`plan` / :attr:`optimized`: a process that only stores
+        text never pays for them."""
         self.ontology = ontology
+        self._optimize = optimize
         self._lock = threading.Lock()
-        self.plan = ShapePlan.build(ontology.shapes_graph)
-        self._shape_targets = self._index_shape_targets()
-        self._renderer = Renderer(ontology.prefixes, self.plan.graph)
-        self._shapes = compile_shapes(self.plan.graph) if len(ontology.shapes_graph) else None
-        # Skipping property shapes uses pySHACL's own filter for unselected shapes (an internal of
-        # ShapesGraph): without it, every shape runs, which is correct, only slower.
-        self.optimized = bool(optimize and self.plan.flat and self._shapes is not None
-                              and isinstance(getattr(self._shapes, "_filtered_out_shapes", None), set)
-                              and hasattr(self._shapes, "is_filtered_out_shape"))
+        self._ready_lock = threading.Lock()
+        self._ready = False
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        with self._ready_lock:
+            if self._ready:
+                return
+            shapes_graph = self.ontology.shapes_graph
+            self._plan = ShapePlan.build(shapes_graph)
+            self._shape_targets = self._index_shape_targets()
+            self._renderer = Renderer(self.ontology.prefixes, self._plan.graph)
+            self._shapes: ShapesGraph | None = None
+            if len(shapes_graph):
+                from .validation import compile_shapes
+
+                self._shapes = compile_shapes(self._plan.graph)
+            # Skipping property shapes uses pySHACL's own filter for unselected shapes (an internal of
+            # ShapesGraph): without it, every shape runs, which is correct, only slower.
+            self._optimized = bool(self._optimize and self._plan.flat and self._shapes is not None
+                                   and isinstance(getattr(self._shapes, "_filtered_out_shapes", None), set)
+                                   and hasattr(self._shapes, "is_filtered_out_shape"))
+            self._ready = True
+
+    @property
+    def plan(self) -> ShapePlan:
+        """What the shapes allow the guard to skip (see :mod:`.shapeplan`)."""
+        self._prepare()
+        return self._plan
+
+    @property
+    def optimized(self) -> bool:
+        """Whether checks skip the property shapes and stored edges a batch cannot concern."""
+        self._prepare()
+        return self._optimized
 
     def _index_shape_targets(self) -> dict[Node, tuple[bool, set[str], set[str]]]:
         """Per shape: (selected only by subjects-of/objects-of targets, subject preds, object preds)."""
-        sg = self.plan.graph
+        sg = self._plan.graph
         out: dict[Node, tuple[bool, set[str], set[str]]] = {}
         for shape in set(sg.subjects(SH.targetSubjectsOf)) | set(sg.subjects(SH.targetObjectsOf)):
             other = any(sg.value(shape, t) is not None for t in (SH.targetClass, SH.targetNode, SH.target))
@@ -291,6 +327,9 @@ class Guard:
         violation caused by a new entity's type then concerns its triples, see rule 5)."""
         start = time.perf_counter()
         onto = self.ontology
+        if not triples:
+            return GuardReport([], [], onto.fingerprint, (time.perf_counter() - start) * 1000, 0)
+        self._prepare()
         types = types or {}
         resolved_types: dict[str, list[str]] = {}
         unknown_types: dict[str, list[str]] = {}
@@ -370,6 +409,8 @@ class Guard:
         return GuardReport(verdicts, unattributed, onto.fingerprint, (time.perf_counter() - start) * 1000, size)
 
     def _validate(self, data: Graph, focus: list[URIRef], skipped: set[URIRef]) -> Outcome:
+        from .validation import run_shacl
+
         assert self._shapes is not None
         if not self.optimized:
             return run_shacl(data, self._shapes, focus_nodes=focus, renderer=self._renderer)

@@ -2,7 +2,9 @@
 
 Built once when graphmem starts: the Turtle files are parsed, local imports followed, and owlrl runs
 over the ontology (TBox) alone, so class ancestors, inherited super-properties and domains are
-precomputed tables, never reasoning per request. Stored data is never reasoned over.
+precomputed tables, never reasoning per request. Stored data is never reasoned over. The tables are
+cached on disk (:mod:`.cache`): a process that finds them there parses the shapes only when the guard
+first needs them and the ontology graphs only when something reads them.
 
 The Neo4j names come from :mod:`.naming`; an ontology whose names are unsafe or collide does not
 load (``strict=True``), so every label and relationship type handed out here can be inlined in Cypher.
@@ -11,14 +13,14 @@ load (``strict=True``), so every label and relationship type handed out here can
 from __future__ import annotations
 
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import unquote, urlparse
 
-import owlrl  # type: ignore[import-untyped]
-from pyshacl.monkey import rdflib_bool_patch, rdflib_bool_unpatch
 from rdflib import BNode, Graph, URIRef
 from rdflib import Literal as RDFLiteral
 from rdflib.collection import Collection
@@ -26,9 +28,10 @@ from rdflib.namespace import OWL, RDF, RDFS, SH, SKOS, XSD
 from rdflib.term import Node
 
 from ..errors import OntologyError
+from . import cache
 from .diagnostics import Problem, sort_problems
 from .naming import RESERVED_LABELS, RESERVED_TYPES, is_safe, local_name, neo4j_label, neo4j_type, normalize_surface
-from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_graph
+from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_graph, parse_into
 
 PathsArg = str | Path | Sequence[str | Path] | None
 Kind = Literal["object", "datatype"]
@@ -151,21 +154,119 @@ def _definition(graph: Graph, iri: URIRef) -> str | None:
     return None
 
 
+def _closure(graph: Graph) -> Graph:
+    """A copy of ``graph`` with its OWL 2 RL closure (owlrl is imported only when compiling)."""
+    import owlrl  # type: ignore[import-untyped]
+
+    inferred = Graph()
+    for t in graph:
+        inferred.add(t)
+    owlrl.DeductiveClosure(owlrl.OWLRL_Semantics, axiomatic_triples=False, datatype_axioms=False).expand(inferred)
+    return inferred
+
+
+def _parse_shapes(paths: Sequence[Path], skip_iris: Iterable[str]) -> LoadedGraph:
+    """Shapes parsed the way pySHACL parses them (literals kept as written), so ``sh:in`` and
+    ``sh:hasValue`` compare alike."""
+    from pyshacl.monkey import rdflib_bool_patch, rdflib_bool_unpatch
+
+    rdflib_bool_patch()  # type: ignore[no-untyped-call]
+    try:
+        return load_graph(paths, skip_iris=skip_iris)
+    finally:
+        rdflib_bool_unpatch()  # type: ignore[no-untyped-call]
+
+
+def _reparse(sources: Sequence[SourceFile], *, shapes: bool) -> Graph:
+    """The graph of files already read (and checked against the cache entry): the text kept in memory
+    is parsed, so a file edited since :meth:`Ontology.load` cannot slip in under the old fingerprint."""
+    graph = Graph()
+    if not shapes:
+        for src in sources:
+            parse_into(graph, src)
+        return graph
+    from pyshacl.monkey import rdflib_bool_patch, rdflib_bool_unpatch
+
+    rdflib_bool_patch()  # type: ignore[no-untyped-call]
+    try:
+        for src in sources:
+            parse_into(graph, src)
+    finally:
+        rdflib_bool_unpatch()  # type: ignore[no-untyped-call]
+    return graph
+
+
+def _cached_source(item: Any) -> SourceFile | None:
+    """The file a cache entry lists, re-read; ``None`` when its bytes are no longer what was compiled."""
+    path, digest = item
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        return None
+    source = SourceFile.from_bytes(Path(path), raw)
+    return source if cache.sha256(source.text.encode()) == digest else None
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return value
+
+
+def _string_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError("expected an object of strings")
+    return value
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"expected {what}")
+
+
+def _field(kind: str, value: Any) -> Any:
+    """One dataclass field from JSON, by its annotation; anything else raises ``ValueError``."""
+    if kind in ("str", "Kind", "Severity") or kind.startswith("Literal["):
+        _check(isinstance(value, str), "a string")
+        return value
+    if kind == "str | None":
+        _check(value is None or isinstance(value, str), "a string or null")
+        return value
+    if kind == "bool":
+        _check(isinstance(value, bool), "a boolean")
+        return value
+    if kind == "int | None":
+        _check(value is None or (isinstance(value, int) and not isinstance(value, bool)), "an integer or null")
+        return value
+    if kind == "Path | None":
+        _check(value is None or isinstance(value, str), "a path or null")
+        return Path(value) if value is not None else None
+    if kind == "tuple[str, ...]":
+        return tuple(_strings(value))
+    if kind == "tuple[tuple[str, str], ...]":
+        _check(isinstance(value, list), "a list of pairs")
+        pairs = [tuple(_strings(v)) for v in value]
+        _check(all(len(p) == 2 for p in pairs), "a list of pairs")
+        return tuple(pairs)
+    raise ValueError(f"no decoder for {kind}")
+
+
+def _decode(cls: type[Any], data: Any) -> Any:
+    """A frozen dataclass from its ``asdict`` form; fields are checked, names must match exactly."""
+    _check(isinstance(data, dict), "an object")
+    names = [f.name for f in fields(cls)]
+    _check(sorted(names) == sorted(data), f"the fields of {cls.__name__}")
+    return cls(**{f.name: _field(str(f.type), data[f.name]) for f in fields(cls)})
+
+
 class Ontology:
     """A compiled ontology plus its shapes. Build it with :meth:`load`; read-only afterwards.
 
-    Thread-safe for reading. The rdflib graphs it keeps (``graph``, ``shapes_graph``, ``tbox``) must
-    not be modified; the guard copies what it needs into each data graph.
+    Thread-safe for reading. The rdflib graphs it keeps (``graph``, ``inferred``, ``shapes_graph``,
+    ``tbox``) must not be modified; the guard copies what it needs into each data graph. When the
+    tables came from the cache, each graph is parsed (or built) on first access.
     """
 
-    graph: Graph
-    """The asserted ontology triples (all files and followed imports)."""
-    inferred: Graph
-    """``graph`` after owlrl (OWL 2 RL closure of the TBox)."""
-    shapes_graph: Graph
-    tbox: Graph
-    """The ``rdfs:subClassOf`` closure between ontology classes: merged into every data graph so that
-    ``sh:class`` and ``sh:targetClass`` follow subclasses with inference off."""
     fingerprint: str
     """SHA-256 of the normalized ontology and shapes files: which version judged a triple."""
     problems: list[Problem]
@@ -173,48 +274,91 @@ class Ontology:
     unresolved_imports: list[str]
 
     def __init__(self, ontology: LoadedGraph, shapes: LoadedGraph) -> None:
-        self.graph = ontology.graph
-        self.shapes_graph = shapes.graph
-        self.sources: list[SourceFile] = ontology.sources
-        self.shape_sources: list[SourceFile] = shapes.sources
-        self.ontology_iris = sorted(ontology.ontology_iris)
-        self.fingerprint = fingerprint(ontology.sources, shapes.sources)
-        self.problems = []
-        self.unresolved_imports = []
+        self._init_sources(ontology.sources, shapes.sources, sorted(ontology.ontology_iris))
+        self._graph: Graph | None = ontology.graph
+        self._shapes_graph: Graph | None = shapes.graph
+        self._inferred: Graph | None = _closure(ontology.graph)
+        self._tbox: Graph | None = None
         for src, iri in ontology.unresolved_imports + shapes.unresolved_imports:
             self.unresolved_imports.append(iri)
             self.problems.append(Problem("warning", "unresolved-import",
                                          f"owl:imports <{iri}> matches no local file; it is ignored",
                                          src.path, src.line_of(iri)))
-        self.prefixes: dict[str, str] = {}
-        for src in [*self.sources, *self.shape_sources]:
-            for p, ns in src.prefixes.items():
-                self.prefixes.setdefault(p, ns)
-        self.inferred = Graph()
-        for t in self.graph:
-            self.inferred.add(t)
-        owlrl.DeductiveClosure(owlrl.OWLRL_Semantics, axiomatic_triples=False, datatype_axioms=False).expand(
-            self.inferred
-        )
         self._compile_classes()
         self._compile_relations()
         self._compile_names()
         self._compile_index()
-        self.tbox = Graph()
-        for c in self.classes.values():
-            for a in c.ancestors:
-                self.tbox.add((URIRef(c.iri), RDFS.subClassOf, URIRef(a)))
+        self._link()
         self.problems = sort_problems(self.problems)
+
+    def _init_sources(self, sources: list[SourceFile], shape_sources: list[SourceFile],
+                      ontology_iris: list[str]) -> None:
+        self._lock = threading.Lock()
+        self.sources: list[SourceFile] = sources
+        self.shape_sources: list[SourceFile] = shape_sources
+        self.ontology_iris = ontology_iris
+        self.fingerprint = fingerprint(sources, shape_sources)
+        self.problems = []
+        self.unresolved_imports = []
+        self.prefixes: dict[str, str] = {}
+        for src in [*self.sources, *self.shape_sources]:
+            for p, ns in src.prefixes.items():
+                self.prefixes.setdefault(p, ns)
+
+    # ------------------------------------------------------------------ the graphs (lazy after a cache hit)
+
+    @property
+    def graph(self) -> Graph:
+        """The asserted ontology triples (all files and followed imports)."""
+        if self._graph is None:
+            with self._lock:
+                if self._graph is None:
+                    self._graph = _reparse(self.sources, shapes=False)
+        return self._graph
+
+    @property
+    def inferred(self) -> Graph:
+        """``graph`` after owlrl (OWL 2 RL closure of the TBox)."""
+        if self._inferred is None:
+            graph = self.graph
+            with self._lock:
+                if self._inferred is None:
+                    self._inferred = _closure(graph)
+        return self._inferred
+
+    @property
+    def shapes_graph(self) -> Graph:
+        if self._shapes_graph is None:
+            with self._lock:
+                if self._shapes_graph is None:
+                    self._shapes_graph = _reparse(self.shape_sources, shapes=True)
+        return self._shapes_graph
+
+    @property
+    def tbox(self) -> Graph:
+        """The ``rdfs:subClassOf`` closure between ontology classes: merged into every data graph so
+        that ``sh:class`` and ``sh:targetClass`` follow subclasses with inference off."""
+        if self._tbox is None:
+            with self._lock:
+                if self._tbox is None:
+                    tbox = Graph()
+                    for c in self.classes.values():
+                        for a in c.ancestors:
+                            tbox.add((URIRef(c.iri), RDFS.subClassOf, URIRef(a)))
+                    self._tbox = tbox
+        return self._tbox
 
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def load(cls, ontology: PathsArg = None, shapes: PathsArg = None, *, strict: bool = True) -> Ontology:
+    def load(cls, ontology: PathsArg = None, shapes: PathsArg = None, *, strict: bool = True,
+             use_cache: bool = True) -> Ontology:
         """Parse and compile. With no ``ontology``, the default ontology and shapes are used; with an
         ``ontology`` but no ``shapes``, there are no shapes (the default ones name other classes).
 
         ``strict`` raises :class:`OntologyError` on any error-level problem (unsafe or colliding names);
         ``graphmem ontology check`` loads with ``strict=False`` to list them all instead.
+        ``use_cache=False`` compiles even when the on-disk cache (:mod:`.cache`) holds these files.
         """
         if ontology is None:
             onto_paths, default_shapes = default_paths()
@@ -226,21 +370,87 @@ class Ontology:
             shape_paths = expand_paths(as_paths(shapes), what="shapes")
         if not onto_paths:
             raise OntologyError("no ontology files (*.ttl) found in " + ", ".join(map(str, as_paths(ontology))))
-        onto = load_graph(onto_paths)
-        # Parse shapes the way pySHACL does (literals kept as written), so sh:in / sh:hasValue compare alike.
-        rdflib_bool_patch()  # type: ignore[no-untyped-call]
-        try:
-            shp = load_graph(shape_paths, skip_iris=onto.ontology_iris) if shape_paths else LoadedGraph(
+        folder = cache.cache_dir() if use_cache else None
+        key: str | None = None
+        compiled: Ontology | None = None
+        if folder is not None:
+            try:
+                key = cache.make_key(onto_paths, shape_paths, {})
+            except OSError:  # unreadable: compiling reports it with the file's name
+                key = None
+            entry = cache.load(folder, key) if key else None
+            compiled = cls._from_entry(entry) if entry else None
+        if compiled is None:
+            onto = load_graph(onto_paths)
+            shp = _parse_shapes(shape_paths, onto.ontology_iris) if shape_paths else LoadedGraph(
                 Graph(), [], [], set())
-        finally:
-            rdflib_bool_unpatch()  # type: ignore[no-untyped-call]
-        compiled = cls(onto, shp)
+            compiled = cls(onto, shp)
+            if folder is not None and key is not None:
+                cache.store(folder, key, compiled._to_entry())
         errors = [p for p in compiled.problems if p.severity == "error"]
         if strict and errors:
             first = errors[0]
             more = f" (and {len(errors) - 1} more; run `graphmem ontology check`)" if len(errors) > 1 else ""
             raise OntologyError(first.message + more, path=first.path, line=first.line)
         return compiled
+
+    def _to_entry(self) -> dict[str, Any]:
+        """The compiled tables as JSON values (see :mod:`.cache`)."""
+        return {
+            "sources": [[str(s.path), cache.sha256(s.text.encode())] for s in self.sources],
+            "shape_sources": [[str(s.path), cache.sha256(s.text.encode())] for s in self.shape_sources],
+            "ontology_iris": self.ontology_iris,
+            "unresolved_imports": self.unresolved_imports,
+            "problems": [asdict(p) | {"path": str(p.path) if p.path else None} for p in self.problems],
+            "classes": [asdict(c) for c in self.classes.values()],
+            "relations": [asdict(r) for r in self.relations.values()],
+            "ambiguities": [asdict(a) for a in self.ambiguities],
+            "class_keys": self._class_keys,
+            "relation_keys": self._relation_keys,
+            "label_to_class": self._label_to_class,
+            "type_to_relation": self._type_to_relation,
+        }
+
+    @classmethod
+    def _from_entry(cls, entry: dict[str, Any]) -> Ontology | None:
+        """An ontology from a cache entry, or ``None`` when a file it lists changed or the entry is malformed."""
+        try:
+            sources = [_cached_source(item) for item in entry["sources"]]
+            shape_sources = [_cached_source(item) for item in entry["shape_sources"]]
+            if any(s is None for s in [*sources, *shape_sources]):
+                return None
+            self = cls.__new__(cls)
+            self._init_sources([s for s in sources if s], [s for s in shape_sources if s],
+                               _strings(entry["ontology_iris"]))
+            self._graph = self._shapes_graph = self._inferred = self._tbox = None
+            self.unresolved_imports = _strings(entry["unresolved_imports"])
+            if any(iri.startswith("file:") and Path(unquote(urlparse(iri).path)).is_file()
+                   for iri in self.unresolved_imports):
+                return None  # an import that found no file then would find one now
+            self.problems = [_decode(Problem, p) for p in entry["problems"]]
+            self.classes = {c.iri: c for c in (_decode(ClassInfo, d) for d in entry["classes"])}
+            self.relations = {r.iri: r for r in (_decode(RelationInfo, d) for d in entry["relations"])}
+            self.ambiguities = [_decode(Ambiguity, a) for a in entry["ambiguities"]]
+            self._class_keys = _string_map(entry["class_keys"])
+            self._relation_keys = _string_map(entry["relation_keys"])
+            self._label_to_class = _string_map(entry["label_to_class"])
+            self._type_to_relation = _string_map(entry["type_to_relation"])
+        except (KeyError, TypeError, ValueError, AttributeError, OntologyError) as exc:
+            cache.log.debug("ignoring a malformed ontology cache entry: %s", exc)
+            return None
+        self._link()
+        return self
+
+    def _link(self) -> None:
+        """The reverse tables (descendants, sub-properties), derived from the compiled ones."""
+        self._descendants: dict[str, set[str]] = defaultdict(set)
+        for c in self.classes.values():
+            for a in c.ancestors:
+                self._descendants[a].add(c.iri)
+        self._sub_properties: dict[str, set[str]] = defaultdict(set)
+        for rel in self.relations.values():
+            for parent in rel.super_properties:
+                self._sub_properties[parent].add(rel.iri)
 
     def locate(self, iri: str, *, shapes: bool = False) -> tuple[Path | None, int | None]:
         """File and line where ``iri`` is first written (ontology files, or shapes files first)."""
@@ -275,10 +485,6 @@ class Ontology:
                 definition=_definition(g, node), parents=tuple(parents), ancestors=tuple(ancestors),
                 neo4j_label=neo4j_label(iri),
             )
-        self._descendants: dict[str, set[str]] = defaultdict(set)
-        for c in self.classes.values():
-            for a in c.ancestors:
-                self._descendants[a].add(c.iri)
 
     def _class_set(self, graph: Graph, node: URIRef, pred: URIRef) -> set[str]:
         """Named values of ``pred``, with ``owl:unionOf`` lists expanded."""
@@ -369,10 +575,6 @@ class Ontology:
                     self._problem("warning", "undeclared-class",
                                   f"{self._short(rel.iri)} names {self._short(c)} as domain or range, "
                                   "but it is not a class of the ontology", c)
-        self._sub_properties: dict[str, set[str]] = defaultdict(set)
-        for rel in self.relations.values():
-            for parent in rel.super_properties:
-                self._sub_properties[parent].add(rel.iri)
 
     def _compile_names(self) -> None:
         self._label_to_class: dict[str, str] = {}

@@ -63,6 +63,10 @@ class SourceFile:
             raw = path.read_bytes()
         except OSError as exc:
             raise OntologyError(f"cannot read: {exc.strerror}", path=path) from None
+        return cls.from_bytes(path, raw)
+
+    @classmethod
+    def from_bytes(cls, path: Path, raw: bytes) -> SourceFile:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -1,0 +1,91 @@
+"""A fast start: what ``import graphmem``, ``graphmem --help`` and a text-only first use import.
+
+Each check runs in a fresh interpreter (what is imported is per process) and asserts on
+``sys.modules``, never on timings; ``bench/startup.py`` measures the time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import graphmem
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pydantic", "numpy", "rdflib", "owlrl", "pyshacl", "spacy", "torch", "neo4j", "openai", "tiktoken",
+         "sentence_transformers", "yaml", "graphmem.memory", "graphmem.config")
+
+
+def loaded_after(code: str, tmp_path: Path, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = code + "\nimport json, sys\nprint('MODULES', json.dumps(sorted(sys.modules)))\n"
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=full_env, capture_output=True,
+                         text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    return set(json.loads(run.stdout.rsplit("MODULES", 1)[1]))
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in HEAVY if m in modules}
+
+
+def test_import_graphmem_loads_only_the_errors(tmp_path: Path) -> None:
+    assert heavy(loaded_after("import graphmem", tmp_path)) == set()
+
+
+def test_the_public_names_resolve_on_first_use() -> None:
+    for name in graphmem.__all__:
+        assert getattr(graphmem, name) is not None, name
+    assert set(graphmem.__all__) <= set(dir(graphmem))
+    from graphmem import AsyncMemory, Memory, MemoryConfig, MemoryType, Scope
+    from graphmem.config import MemoryConfig as Config
+    from graphmem.memory import AsyncMemory as Async
+    from graphmem.memory import Memory as Mem
+    from graphmem.models import MemoryType as Type
+    from graphmem.models import Scope as S
+
+    assert (Memory, AsyncMemory, MemoryConfig, MemoryType, Scope) == (Mem, Async, Config, Type, S)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = graphmem.Nope  # type: ignore[attr-defined]
+
+
+def test_star_import_gives_every_public_name(tmp_path: Path) -> None:
+    code = "from graphmem import *\nassert Memory and AsyncMemory and MemoryConfig and Scope and GraphmemError"
+    assert "graphmem.memory" in loaded_after(code, tmp_path)
+
+
+def test_the_ontology_package_is_lazy_too(tmp_path: Path) -> None:
+    from graphmem import ontology
+
+    assert set(ontology.__all__) <= set(dir(ontology))
+    assert all(getattr(ontology, n) is not None for n in ontology.__all__)
+    # what the stores and the LLM extractor import for names: no RDF stack
+    assert heavy(loaded_after("import graphmem.ontology.naming", tmp_path)) == set()
+
+
+def test_help_does_not_import_the_engine(tmp_path: Path) -> None:
+    code = "from graphmem.cli import app\ntry:\n    app(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+    assert heavy(loaded_after(code, tmp_path)) == set()
+    code = code.replace("['--help']", "['ontology', '--help']")
+    assert heavy(loaded_after(code, tmp_path)) - {"pydantic"} == set()  # typer's sub-command parsing uses pydantic
+
+
+def test_a_text_only_first_use_with_a_warm_cache_skips_owlrl_and_pyshacl(tmp_path: Path) -> None:
+    code = f"""
+from graphmem import Memory
+m = Memory({{'home': {str(tmp_path / 'home')!r}, 'embedder': {{'provider': 'hashing'}}}})
+m.add('I moved to Lisbon last year.', user_id='u1', infer=False)
+assert m.search('Lisbon', user_id='u1')['results']
+"""
+    env = {"GRAPHMEM_CACHE_DIR": str(tmp_path / "cache")}
+    cold = loaded_after(code, tmp_path, env)
+    assert "owlrl" in cold  # the first process compiles the ontology and caches it
+    warm = loaded_after(code, tmp_path, env)
+    assert "graphmem.memory" in warm
+    assert {"owlrl", "pyshacl", "spacy"} & warm == set()
