@@ -74,7 +74,7 @@ def _create_store(config: MemoryConfig) -> Store:
     if config.store.provider == "neo4j":
         from .stores.neo4j import Neo4jStore
 
-        return Neo4jStore(config.store, config.search)
+        return Neo4jStore(config.store)
     from .stores.sqlite import SQLiteStore
 
     return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms)
@@ -565,12 +565,12 @@ class Memory:
             until=times["until"], vector=None if vector is None else self._query_vector(vector),
         )
         cfg = self.config.search
-        tracked = cfg.decay_access and bool(cfg.decay_half_life_days)
+        tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
         out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, self._reranker(),
                          self._access.uses if tracked else None)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
-            if self._access.due(cfg.access_flush_every, cfg.access_flush_seconds):
+            if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):
                 self._access.flush(self.store)
         return out
 
@@ -612,7 +612,7 @@ class Memory:
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
-        name = self.config.search.reranker
+        name = self.config.search.rerank.model
         if self._reranker_given is not None or name is None:
             return self._reranker_given
         if self._reranker_loaded is None or self._reranker_loaded.name != name:

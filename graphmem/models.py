@@ -177,7 +177,7 @@ class MemoryRecord(BaseModel):
     event_time: datetime | None = None
     expires_at: datetime | None = None
     access_count: int = 0
-    """How often search has returned it (recorded when decay uses access, see ``SearchConfig.decay_access``)."""
+    """How often search has returned it (recorded when decay uses access, see ``search.decay.access``)."""
     last_accessed_at: datetime | None = None
 
     @property

@@ -53,7 +53,7 @@ from neo4j import (
 )
 from neo4j import exceptions as neo4j_errors
 
-from ..config import SearchConfig, StoreConfig, display_uri
+from ..config import StoreConfig, display_uri
 from ..errors import (
     ConfigError,
     ConflictError,
@@ -132,6 +132,9 @@ _KK_FLOOR: Final = 100
 100k memories, hashing embedder, load ~4 on 2 cores: recall@40 0.89 at 60 rows, 0.94 at 100, 0.97 at
 160, for 11, 14 and 18 ms, when Neo4j's default merge factor left ~20 Lucene segments, each searched
 for all the rows; tools/neo4j merges at 4, which cut a 100-row search from 28 to 9 ms)."""
+_QUANTIZED_OVERFETCH: Final = 4
+"""Index rows per wanted hit when a quantized index (an older store's) is re-scored: its own ranking
+is approximate, so the true top ``k`` lie among many more rows."""
 _KK_MAX: Final = 5_000
 """Largest first over-fetch; past it the exact pass over a (countable) scope is cheaper."""
 _KK_WIDE_MAX: Final = 50_000
@@ -657,11 +660,10 @@ class _CandidatePlan:
 class Neo4jStore(Store):
     """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
 
-    def __init__(self, config: StoreConfig, search: SearchConfig, *, two_calls: bool = False) -> None:
+    def __init__(self, config: StoreConfig, *, two_calls: bool = False) -> None:
         """``two_calls``: ``search`` makes the base class's two calls (candidates, then neighbourhood)
         instead of one query; slower, kept to debug the one-query path against it."""
         self._cfg = config
-        self._search = search
         self._two_calls = two_calls
         self._driver: Driver | None = None
         self._dims: int | None = None
@@ -1480,7 +1482,7 @@ class Neo4jStore(Store):
             base = max(2 * k, _KK_FLOOR)
             big_kk = base
         else:
-            base = max(self._search.overfetch * k, _KK_FLOOR)
+            base = max(_QUANTIZED_OVERFETCH * k, _KK_FLOOR)
             big_kk = 2 * base
         if flt is not None:
             base, big_kk = base * _FILTER_OVERFETCH, big_kk * _FILTER_OVERFETCH
@@ -1488,8 +1490,8 @@ class Neo4jStore(Store):
             base=base,
             big_kk=big_kk,
             kk_max=max(_KK_MAX, base),
-            probe=self._search.vector_exact_max + 1,
-            exact_max=self._search.vector_exact_max,
+            probe=self._cfg.vector_exact_max + 1,
+            exact_max=self._cfg.vector_exact_max,
             filtered=flt is not None,
         )
         hint = _scope_hint(scope)
