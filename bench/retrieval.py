@@ -339,7 +339,7 @@ def main() -> int:
     p.add_argument("--limit-collections", type=int, default=None)
     p.add_argument("--limit-queries", type=int, default=None)
     p.add_argument("--search", type=json.loads, default=None, metavar="JSON",
-                   help='SearchConfig fields for every mode, e.g. \'{"graph_max_frontier": 8}\' (not weights)')
+                   help='SearchConfig fields for every mode, e.g. \'{"graph": {"max_frontier": 8}}\' (not weights)')
     p.add_argument("--out", default=None)
     args = p.parse_args()
     result = run(args)

@@ -246,7 +246,7 @@ class GraphSearchConfig(_Section):
     the relation weights); a chain of one transitive relation continues without extra decay."""
     max_frontier: int = Field(8, ge=1, le=10_000)
     """Entities reached and expanded per hop at most (linked ones first, then the least mentioned):
-    the walk's cost grows with it, recall did not."""
+    the walk's cost grows with it (see ``bench/results/config_knobs.json``)."""
     max_facts: int = Field(16, ge=1, le=10_000)
     """Facts read per expanded entity per hop, so a hub costs no more than a leaf."""
     max_mentions: int = Field(4, ge=1, le=10_000)

@@ -11,7 +11,7 @@ The graph score of a memory is ``bridge_weight * bridge + traversal_weight * tra
 normalized score, cubed, times the specificity ``(1 + d) ** -specificity`` of an entity they
 mention, to the other memories that mention it too (``d`` memories mention it). Names the query
 carries are skipped, since the text signals weigh them already, and so are names more than
-``bridge_max_degree`` memories carry. This is what lifts hybrid recall on multi-hop questions above
+``bridge_max_degree`` memories carry. This is what lifts hybrid search on multi-hop questions above
 the dense signal: the question names the first hop, and the answer's memory shares an entity with it.
 
 Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is

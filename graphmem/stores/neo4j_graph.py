@@ -90,8 +90,8 @@ def epoch_us(expr: str) -> str:
     """Cypher for a ``DATETIME`` as integer microseconds since the epoch (``null`` stays ``null``).
 
     The Python driver builds a ``neo4j.time.DateTime`` object for every temporal value it receives,
-    ~75 µs each (measured here: 3000 of them took 225 ms, as integers 8 ms); a search that reads
-    thousands of records, entities and facts spent most of its time on that.
+    many times slower than an integer; a search that reads thousands of records, entities and facts
+    spent most of its time on that.
     """
     return f"{expr}.epochSeconds * 1000000 + {expr}.microsecond"
 

@@ -318,7 +318,7 @@ def find_entities(
     out: dict[str, Entity] = {}
     rows = conn.execute(
         # CROSS JOIN keeps this order: seek the keys, then their entities (the planner otherwise
-        # walks the scope's entities and probes every key for each: 30 ms for 90 keys, 1k entities)
+        # walks the scope's entities and probes every key for each, which grows with the scope)
         f"SELECT k.key, e.* FROM entity_keys k CROSS JOIN entities e ON e.id = k.entity_id "
         f"WHERE k.key IN ({_marks(len(keys))}) AND {where} ORDER BY e.rowid", [*keys, *params],
     ).fetchall()
