@@ -318,17 +318,11 @@ class SearchConfig(_Section):
     min_candidates: int = Field(60, ge=1, le=10_000)
     """Candidates per signal however small ``top_k`` is: the fusion and the graph's seeds need a pool
     wider than the answer; more costs latency (see the README's Benchmarks)."""
-    fusion: Literal["weighted", "rrf"] = "weighted"
-    """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    normalize: Literal["scale", "minmax", "zscore"] = "scale"
-    """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
-    ``minmax`` stretches each signal over the query's candidates to [0, 1]; ``zscore`` maps each
-    score's standard score among the query's candidates through a logistic curve."""
-    rrf_k: int = Field(60, ge=1)
-    fulltext_norm: Literal["max", "sigmoid"] = "max"
-    """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a
-    logistic curve centred at ``fulltext_sigmoid_mid``."""
-    fulltext_sigmoid_mid: float = 5.0
+    normalize: Literal["scale", "minmax"] = "scale"
+    """How each signal's scores are mapped to [0, 1] before their weighted sum: ``scale`` keeps cosine
+    and graph scores as they are and divides BM25 (unbounded) by the query's best; ``minmax``
+    stretches each signal over the query's candidates, so a signal whose scores lie close together
+    still separates its hits (it ranks differently from ``scale`` per data set: see the README)."""
     graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     decay: DecayConfig = Field(default_factory=DecayConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
@@ -373,6 +367,10 @@ _REMOVED: Final[dict[str, str]] = {
     "graph_seed_weight": "seed memories restart the walk with their normalized text score",
     "graph_restart": "PageRank restarts with probability 0.5",
     "graph_max_seeds": "at most 16 query entities are linked",
+    "fusion": "fusion is always the weighted sum of the normalized signals (reciprocal-rank fusion ranked lower)",
+    "rrf_k": "reciprocal-rank fusion was removed",
+    "fulltext_norm": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
+    "fulltext_sigmoid_mid": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
 }
 """``search`` keys of earlier versions that no longer exist -> what happens instead (see
 ``bench/results/config_knobs.json`` for why each went)."""
@@ -382,9 +380,14 @@ def upgrade_search(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a ``search`` section) with earlier versions' flat keys moved to their section, each
     with a ``DeprecationWarning`` naming the new key, and removed keys dropped with a warning that
     they have no effect. Unknown keys stay, for the section to refuse."""
-    if not any(k in _MOVED or k in _REMOVED or k == "vector_exact_max" for k in data):
+    if not any(k in _MOVED or k in _REMOVED or k == "vector_exact_max" for k in data) \
+            and data.get("normalize") != "zscore":
         return data
     out = dict(data)
+    if out.get("normalize") == "zscore":
+        del out["normalize"]
+        warnings.warn("search.normalize: zscore was removed (it ranked lower); scale is used", UserWarning,
+                      stacklevel=2)
     for key in list(out):
         if key in _REMOVED:
             del out[key]

@@ -17,15 +17,15 @@ def test_defaults_are_a_working_setup(monkeypatch: pytest.MonkeyPatch, tmp_path:
     cfg = MemoryConfig.load()
     assert cfg.store.provider == "sqlite"
     assert cfg.sqlite_path() == tmp_path / "graphmem.db"
-    assert cfg.search.top_k == 10 and cfg.search.fusion == "weighted"
+    assert cfg.search.top_k == 10 and cfg.search.normalize == "scale"
 
 
 def test_dict_yaml_toml_and_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert MemoryConfig.load({"search": {"top_k": 3}}).search.top_k == 3
     y = tmp_path / "c.yaml"
-    y.write_text("store:\n  provider: neo4j\n  uri: bolt://db:7687\nsearch:\n  fusion: rrf\n")
+    y.write_text("store:\n  provider: neo4j\n  uri: bolt://db:7687\nsearch:\n  normalize: minmax\n")
     cfg = MemoryConfig.from_file(y)
-    assert cfg.store.provider == "neo4j" and cfg.store.uri == "bolt://db:7687" and cfg.search.fusion == "rrf"
+    assert cfg.store.provider == "neo4j" and cfg.store.uri == "bolt://db:7687" and cfg.search.normalize == "minmax"
     t = tmp_path / "c.toml"
     t.write_text('[embedder]\nprovider = "hashing"\ndims = 64\n')
     assert MemoryConfig.from_file(t).embedder.dims == 64
@@ -121,15 +121,18 @@ def test_flat_search_keys_of_earlier_versions_move_with_a_deprecation_warning(
 def test_removed_search_keys_warn_that_they_have_no_effect() -> None:
     removed = ["graph_link_fulltext", "graph_link_min_cover", "graph_link_names_only", "graph_link_vector",
                "graph_link_min_similarity", "graph_link_pool", "graph_bridge_seeds", "graph_seed_weight",
-               "graph_restart", "graph_max_seeds"]
+               "graph_restart", "graph_max_seeds", "fusion", "rrf_k", "fulltext_norm", "fulltext_sigmoid_mid"]
     values: dict[str, object] = {"graph_link_names_only": False, "graph_link_min_cover": 0.3,
-                                 "graph_link_min_similarity": 0.9, "graph_restart": 0.3, "graph_seed_weight": 2.0}
+                                 "graph_link_min_similarity": 0.9, "graph_restart": 0.3, "graph_seed_weight": 2.0,
+                                 "fusion": "rrf", "fulltext_norm": "sigmoid", "fulltext_sigmoid_mid": 3.0}
     with pytest.warns(UserWarning) as caught:
         cfg = MemoryConfig.load({"search": {k: values.get(k, 2) for k in removed}})
     texts = [str(w.message) for w in caught]
     for key in removed:
         assert any(t.startswith(f"search.{key} has no effect any more") for t in texts), key
     assert cfg.search == MemoryConfig.load().search  # nothing else changed
+    with pytest.warns(UserWarning, match="zscore was removed"):  # a removed value of a kept key
+        assert MemoryConfig.load({"search": {"normalize": "zscore"}}).search.normalize == "scale"
     with pytest.raises(ConfigError, match="graph_typo"):  # an unknown key still fails
         MemoryConfig.load({"search": {"graph_typo": 1}})
     with pytest.raises(ConfigError, match="typo"):

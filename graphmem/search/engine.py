@@ -144,7 +144,7 @@ def run_search(
             continue
         item = {**rec.public(), "score": score}
         if req.explain:
-            details: dict[str, Any] = {**fusion.details(mid), "fused": fused, "fusion": cfg.fusion}
+            details: dict[str, Any] = {**fusion.details(mid), "fused": fused}
             if factor != 1.0:
                 details["decay"] = factor
             if mid in reranked:
