@@ -160,9 +160,9 @@ def schema_statements() -> list[str]:
     ]
     for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
-    # Query linking: aliases are a list, which no range index can seek into, and partial names need
-    # word lookups. This full-text index holds the names, the aliases and the scope fields, so one
-    # Lucene query asks for words or alias phrases within a scope (other tenants' hits never fill
+    # Query linking: aliases are a list, which no range index can seek into. This full-text index
+    # holds the names, the aliases and the scope fields, so one Lucene query asks for alias words
+    # within a scope (other tenants' hits never fill
     # the hit limit); every hit is then checked exactly in Cypher. (Stores from before it keep
     # their unused entity_<scope field>_aliased indexes.)
     statements.append(
