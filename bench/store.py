@@ -81,7 +81,7 @@ def make_store(backend: str, tmp: Path) -> Store:
         "provider": "neo4j", "uri": os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687"),
         "user": os.environ.get("NEO4J_USER", "neo4j"), "password": os.environ.get("NEO4J_PASSWORD", "graphmem-test"),
     }})
-    return Neo4jStore(cfg.store, cfg.search)
+    return Neo4jStore(cfg.store)
 
 
 def items(texts: list[str], vectors: np.ndarray, scope: Scope) -> tuple[list[NewMemory], list[HistoryEvent]]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import tomllib
+import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import yaml
@@ -97,9 +98,15 @@ class StoreConfig(_Section):
     """Neo4j: the Lucene analyzer of the memory full-text index (``CALL
     db.index.fulltext.listAvailableAnalyzers()``: ``english``, ``standard-folding``, ``german``,
     ``cjk``…); a store whose index has another one keeps it, with a warning, until ``optimize()``
-    rebuilds it. ``english`` stems and drops stop words but keeps accents; on MuSiQue, whose
-    questions write names without theirs, ``standard-folding`` gave full text recall@5 0.508 against
-    0.488 (hybrid 0.718 against 0.699). SQLite's FTS5 index always stems (Porter) and folds accents."""
+    rebuilds it. ``english`` stems and drops stop words but keeps accents, so a query that writes a
+    name without its accents misses it (``standard-folding`` folds them; see the README's Benchmarks).
+    SQLite's FTS5 index always stems (Porter) and folds accents."""
+    vector_exact_max: int = Field(2_000, ge=0)
+    """Neo4j: a scope of at most this many memories is scored exactly (cosine over the scope, found
+    through the scope index); larger scopes use the approximate vector index (unquantized, so its
+    scores are exact cosines; a quantized index of an older store is re-scored), over-fetched in
+    proportion to the scope's share, with an exact pass when filters leave too few hits. Exact
+    scoring costs time in proportion to the scope, the index does not."""
     cypher_timeout_s: float = Field(10.0, gt=0)
     """Neo4j: longest an analyst query (``Memory.cypher``) may run; it is the query's own transaction
     timeout, so the server stops it and ``QueryTimeoutError`` is raised. Not a server-wide limit:
@@ -223,146 +230,120 @@ class OntologyConfig(_Section):
     and stored types are still checked against the shapes; only the missing ones are filled in."""
 
 
+class GraphSearchConfig(_Section):
+    """The graph signal (:mod:`graphmem.search.graph`): how far the store walks from the query's
+    entities and how the scorer weighs what it reached."""
+
+    scoring: Literal["ppr", "walk"] = "ppr"
+    """Traversal part of the graph score: Personalized PageRank over mentions and facts, or the best
+    typed-fact path from the linked entities."""
+    traversal_weight: float = Field(0.25, ge=0.0)
+    """Weight of the traversal score (``scoring``) in the graph score."""
+    bridge_weight: float = Field(1.0, ge=0.0)
+    """Weight of the bridge score, which passes the best text hits' scores to the memories sharing a
+    specific entity with them (the second hop of a multi-hop question). The graph score is
+    ``traversal_weight * traversal + bridge_weight * bridge``, clipped to 1."""
+    bridge_max_degree: int = Field(16, ge=2, le=10_000)
+    """An entity more memories than this mention does not bridge: a common name links unrelated memories."""
+    seed_memories: int = Field(8, ge=0, le=1000)
+    """The best this-many vector and full-text hits seed the walk too (``ppr`` and the bridge), and
+    the entities they mention are fetched; 0: the walk starts from the query's entities alone."""
+    specificity: float = Field(0.5, ge=0.0, le=2.0)
+    """An entity mentioned by ``d`` memories restarts the walk, is walked to from a memory and
+    bridges with weight ``(1 + d) ** -specificity``: common names count for less."""
+    depth: int = Field(2, ge=1, le=6)
+    """Fact hops from the seeds."""
+    decay: float = Field(0.5, gt=0.0, le=1.0)
+    """Score factor per hop of a typed-fact path (an entity ``d`` hops away scores ``decay**d`` times
+    the relation weights); a chain of one transitive relation continues without extra decay."""
+    max_frontier: int = Field(8, ge=1, le=10_000)
+    """Entities reached and expanded per hop at most (linked ones first, then the least mentioned):
+    the walk's cost grows with it (see ``bench/results/config_knobs.json``)."""
+    max_facts: int = Field(16, ge=1, le=10_000)
+    """Facts read per expanded entity per hop, so a hub costs no more than a leaf."""
+    max_mentions: int = Field(4, ge=1, le=10_000)
+    """Memories fetched per reached entity, and per fact (its first supporting memories by id), so a
+    hub or a fact many memories repeat cannot flood the walk."""
+    hub_degree: int = Field(64, ge=1)
+    """An entity more memories than this mention is a hub: only its degree is read, not its memories
+    or facts (a sample of a name that common says nothing, and reading it cost most of the walk)."""
+    relation_weights: dict[str, float] = Field(default_factory=dict)
+    """Weight per relation (IRI, ``prefix:local``, local name or label), default 1, 0 to ignore it;
+    a relation without its own weight takes the first weighted super-property's."""
+    relation_boost: float = Field(1.5, ge=1.0)
+    """Factor on the score of a fact whose relation is named in the query ("who does Acme *employ*"),
+    or is the inverse or a sub-property of one; graph scores are clipped to 1."""
+
+    @model_validator(mode="after")
+    def _check_relation_weights(self) -> GraphSearchConfig:
+        if any(w < 0 for w in self.relation_weights.values()):
+            raise ValueError("graph relation weights must be >= 0")
+        return self
+
+
+class DecayConfig(_Section):
+    """Older memories rank lower; memories search returns often fade slower."""
+
+    half_life_days: dict[str, float] = Field(default_factory=dict)
+    """Per memory type (``semantic``, ``episodic``, ``procedural``): the age in days at which a
+    memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not
+    decay (the default: nothing decays); the factor never falls below ``floor``."""
+    floor: float = Field(0.3, ge=0.0, le=1.0)
+    access: bool = True
+    """Memories that search returns often fade slower: the half-life is multiplied by
+    ``1 + access_boost * log2(1 + uses)``, ``uses`` being how often a search returned the memory
+    (``access_count``; 1 use doubles it, 3 triple it). Searches record what they return, buffered in
+    the process and written every ``flush_every`` memories or ``flush_seconds`` and on ``close()``;
+    buffered uses count at once for searches of the same ``Memory``. A crash loses at most the
+    buffer, which holds only access counts. ``as_of`` searches neither count uses nor record any
+    (what was known then). Off, or with no half-life, nothing is recorded."""
+    access_boost: float = Field(1.0, ge=0.0)
+    flush_every: int = Field(64, ge=1, le=1_000_000)
+    flush_seconds: float = Field(10.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _check_half_lives(self) -> DecayConfig:
+        bad = set(self.half_life_days) - {"semantic", "episodic", "procedural"}
+        if bad or any(d <= 0 for d in self.half_life_days.values()):
+            raise ValueError("decay.half_life_days maps semantic/episodic/procedural to positive day counts")
+        return self
+
+
+class RerankConfig(_Section):
+    model: str | None = None
+    """A sentence-transformers CrossEncoder (model name or local path; needs the ``local`` extra)
+    that re-orders the best ``top_n`` fused results; ``None``: no reranking."""
+    top_n: int = Field(20, ge=1, le=1000)
+
+
 class SearchConfig(_Section):
     top_k: int = Field(10, ge=1, le=1000)
+    threshold: float | None = None
+    """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.8})
+    """Per-signal fusion weights. ``graph`` (bridge and traversal scores, see ``graph``) only runs
+    when its weight is positive; set it to 0 to skip it."""
     overfetch: int = Field(4, ge=1, le=50)
     """Each signal returns ``top_k * overfetch`` candidates before fusion (at least
     ``min_candidates``), so a result strong in one signal and weak in the other still reaches the
     fused list."""
     min_candidates: int = Field(60, ge=1, le=10_000)
     """Candidates per signal however small ``top_k`` is: the fusion and the graph's seeds need a pool
-    wider than the answer. MuSiQue recall@5 with 40, 60, 100 and 120 candidates: 0.689, 0.704,
-    0.713, 0.718; Neo4j hybrid p50 at 100k memories grows from 41 ms (40) to 52 ms (100)."""
-    fusion: Literal["weighted", "rrf"] = "weighted"
-    """``weighted``: weighted sum of per-signal normalized scores; ``rrf``: reciprocal-rank fusion."""
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.8})
-    """Per-signal fusion weights. ``graph`` (bridge and traversal scores, see
-    :mod:`graphmem.search.graph`) only runs when its weight is positive; set it to 0 to skip it.
-    Measured with ``bench/retrieval.py`` (all-MiniLM-L6-v2, rule extraction, a memory per turn),
-    recall@5 of the default: MuSiQue 0.713 (vector alone 0.622, full text 0.518, graph 0.494, mem0
-    mode 0.592), LoCoMo 0.576 (0.367, 0.551, 0.499, 0.466). Weights .5/.5/.8 give 0.668 and 0.575;
-    with PageRank alone as the graph score (bridge weight 0, traversal weight 1) 0.600 and 0.581:
-    the bridge is what lifts MuSiQue, at a small cost on LoCoMo."""
-    normalize: Literal["scale", "minmax", "zscore"] = "scale"
-    """Weighted fusion: ``scale`` keeps cosine as it is and maps BM25 per ``fulltext_norm``;
-    ``minmax`` stretches each signal over the query's candidates to [0, 1]; ``zscore`` maps each
-    score's standard score among the query's candidates through a logistic curve, so a signal whose
-    best hits stand out counts for more than one whose scores are all alike."""
-    rrf_k: int = Field(60, ge=1)
-    fulltext_norm: Literal["max", "sigmoid"] = "max"
-    """How BM25 scores (unbounded) are mapped to [0, 1]: divided by the best score of the query, or a
-    logistic curve centred at ``fulltext_sigmoid_mid``."""
-    fulltext_sigmoid_mid: float = 5.0
-    vector_exact_max: int = Field(2_000, ge=0)
-    """Neo4j: a scope of at most this many memories is scored exactly (cosine over the scope, found
-    through the scope index); larger scopes use the approximate vector index (unquantized, so its
-    scores are exact cosines; a quantized index of an older store is re-scored), over-fetched in
-    proportion to the scope's share, with an exact pass when filters leave too few hits. Measured:
-    exact scoring of 10k memories is ~3x slower than the index path."""
-    threshold: float | None = None
-    """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
-    graph_scoring: Literal["ppr", "walk"] = "ppr"
-    """Graph signal, traversal part: Personalized PageRank over mentions and facts, or the best
-    typed-fact path from the linked entities (:mod:`graphmem.search.graph`)."""
-    graph_traversal_weight: float = Field(0.25, ge=0.0)
-    """Graph signal: weight of the traversal score (``graph_scoring``) in the graph score."""
-    graph_bridge_weight: float = Field(1.0, ge=0.0)
-    """Graph signal: weight of the bridge score, which passes the best text hits' scores to the
-    memories sharing a specific entity with them (the second hop of a multi-hop question). The graph
-    score is ``graph_traversal_weight * traversal + graph_bridge_weight * bridge``, clipped to 1."""
-    graph_bridge_seeds: int = Field(5, ge=0, le=1000)
-    """Graph signal (bridge): how many of the best text hits pass their score on."""
-    graph_bridge_max_degree: int = Field(16, ge=2, le=10_000)
-    """Graph signal (bridge): an entity more memories than this mention does not bridge."""
-    graph_seed_memories: int = Field(8, ge=0, le=1000)
-    """Graph signal (``ppr`` and bridge): the best this-many vector and full-text hits seed the walk
-    too, and the entities they mention are fetched (the bridge uses the best ``graph_bridge_seeds``)."""
-    graph_seed_weight: float = Field(1.0, ge=0.0)
-    """Graph signal (``ppr``): restart weight of the seed memories relative to a linked entity."""
-    graph_specificity: float = Field(0.5, ge=0.0, le=2.0)
-    """Graph signal (``ppr``): an entity mentioned by ``d`` memories restarts the walk, and is walked
-    to from a memory, with weight ``(1 + d) ** -graph_specificity``: common names count for less."""
-    graph_restart: float = Field(0.5, gt=0.0, lt=1.0)
-    """Graph signal (``ppr``): restart probability of the walk (HippoRAG uses 0.5)."""
-    graph_max_mentions: int = Field(4, ge=1, le=10_000)
-    """Graph signal: memories fetched per reached entity, and per fact (its first supporting
-    memories by id), so a hub or a fact many memories repeat cannot flood the walk. 4, not 8: with
-    ``graph_max_frontier`` 8 it took a Neo4j hybrid search at 100k from 18.1 to 15.1 ms p50 for the
-    same recall@5 (MuSiQue 0.708 vs 0.713, LoCoMo 0.576, LongMemEval 0.971)."""
-    graph_hub_degree: int = Field(64, ge=1)
-    """Graph signal: an entity more memories than this mention is a hub, whose memories and facts
-    are not fetched (only its degree): at 100k memories on Neo4j reading hubs' mentions took ~4 ms
-    of a search, while recall@5 without them was the same (MuSiQue 0.713 vs 0.718 at 64, LoCoMo
-    0.576 vs 0.575). A hub's first facts by id are as arbitrary a sample: without them recall@5 is
-    the same (LoCoMo hybrid 0.576 vs 0.575, MuSiQue 0.713 either way) and a hub costs a degree
-    lookup, however many facts it has."""
-    graph_depth: int = Field(2, ge=1, le=6)
-    """Graph signal: fact hops from the seeds."""
-    graph_decay: float = Field(0.5, gt=0.0, le=1.0)
-    """Graph signal: score factor per hop (an entity ``d`` hops away scores ``decay**d`` times the
-    relation weights); a chain of one transitive relation continues without extra decay."""
-    graph_max_seeds: int = Field(16, ge=1, le=1000)
-    """Graph signal: at most this many query entities are linked by exact name or alias (longest
-    names first)."""
-    graph_link_fulltext: int = Field(0, ge=0, le=1000)
-    """Graph signal: at most this many more entities are linked by partial name through the entity
-    full-text index ("Obama" links Barack Obama), best cover first; 0 (default) turns it off. Exact
-    links miss the names a question shortens, but on the benchmarks partial links did not add recall
-    (recall@5 with 4, capitalized words only: MuSiQue hybrid 0.706 vs 0.713 without, graph mode
-    0.496 vs 0.494; LongMemEval unchanged; with 1: MuSiQue 0.709): rule extraction stores many noun
-    phrases as entities, and a partial link takes a place in the walk's first frontier."""
-    graph_link_min_cover: float = Field(0.5, gt=0.0, le=1.0)
-    """Graph signal: a partial-name link needs at least this share of the entity name's content
-    words in the query (0.5: "Obama" covers "Barack Obama", "York" does not cover "New York City"),
-    so that one common word does not link every name that contains it."""
-    graph_link_names_only: bool = True
-    """Graph signal: only query words written with a capital look for partial names. Lower-case words
-    are mostly common nouns, and rule extraction stores noun phrases as entities too ("state
-    capital"): linking those on "state" cost recall."""
-    graph_link_vector: int = Field(0, ge=0, le=1000)
-    """Graph signal: at most this many more entities are linked by name embedding. The rule
-    extractor finds the query's entity names (as it finds them in memories); each one that linked
-    neither exactly nor by partial name links the scope's entity whose name embedding is closest,
-    if the cosine is at least ``graph_link_min_similarity`` (SQLite, and Neo4j over a scope of at
-    most 2,000 entities: exact; a bigger Neo4j scope: the entity vector index). It catches other
-    spellings ("Aschenbrodel" for "Aschenbrödel"), but on the benchmarks it did not add recall
-    (MuSiQue hybrid 0.709 with 2 vs 0.713, LoCoMo 0.576 either way): 0 (default) turns it off."""
-    graph_link_min_similarity: float = Field(0.85, gt=0.0, le=1.0)
-    """Graph signal: least cosine between a query mention and an entity name for a vector link."""
-    graph_link_pool: int = Field(256, ge=1, le=100_000)
-    """Graph signal: entity full-text hits read per lookup, before the exact checks. Both backends
-    link the same entities while a scope has fewer candidates than this for a query."""
-    graph_max_frontier: int = Field(8, ge=1, le=10_000)
-    """Graph signal: entities reached and expanded per hop at most (linked ones first, then the least
-    mentioned); see ``graph_max_mentions`` for why 8."""
-    graph_max_facts: int = Field(16, ge=1, le=10_000)
-    """Graph signal: facts read per expanded entity per hop, so a hub costs no more than a leaf."""
-    decay_half_life_days: dict[str, float] = Field(default_factory=dict)
-    """Per memory type (``semantic``, ``episodic``, ``procedural``): the age in days at which a
-    memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not
-    decay; the factor never falls below ``decay_floor``."""
-    decay_floor: float = Field(0.3, ge=0.0, le=1.0)
-    decay_access: bool = True
-    """With decay on (``decay_half_life_days``), memories that search returns often fade slower: the
-    half-life is multiplied by ``1 + decay_access_boost * log2(1 + uses)``, ``uses`` being how often a
-    search returned the memory (``access_count``; 1 use doubles it, 3 triple it). Searches record what
-    they return, buffered in the process and written every ``access_flush_every`` memories or
-    ``access_flush_seconds`` and on ``close()``; buffered uses count at once for searches of the same
-    ``Memory``. A crash loses at most the buffer, which holds only access counts. ``as_of`` searches
-    neither count uses nor record any (what was known then). Off, or with decay off, nothing is recorded."""
-    decay_access_boost: float = Field(1.0, ge=0.0)
-    access_flush_every: int = Field(64, ge=1, le=1_000_000)
-    access_flush_seconds: float = Field(10.0, ge=0.0)
-    reranker: str | None = None
-    """A sentence-transformers CrossEncoder (model name or local path; needs the ``local`` extra)
-    that re-orders the best ``rerank_top_n`` fused results; ``None``: no reranking."""
-    rerank_top_n: int = Field(20, ge=1, le=1000)
-    graph_relation_weights: dict[str, float] = Field(default_factory=dict)
-    """Graph signal: weight per relation (IRI, ``prefix:local``, local name or label), default 1; a
-    relation without its own weight takes the first weighted super-property's."""
-    graph_relation_boost: float = Field(1.5, ge=1.0)
-    """Graph signal: factor on the score of a fact whose relation is named in the query ("who does
-    Acme *employ*"), or is the inverse or a sub-property of one; graph scores are clipped to 1."""
+    wider than the answer; more costs latency (see the README's Benchmarks)."""
+    normalize: Literal["scale", "minmax"] = "scale"
+    """How each signal's scores are mapped to [0, 1] before their weighted sum: ``scale`` keeps cosine
+    and graph scores as they are and divides BM25 (unbounded) by the query's best; ``minmax``
+    stretches each signal over the query's candidates, so a signal whose scores lie close together
+    still separates its hits (it ranks differently from ``scale`` per data set: see the README)."""
+    graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
+    decay: DecayConfig = Field(default_factory=DecayConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        """Flat keys of earlier versions (``graph_depth``, ``decay_floor``…), see :func:`upgrade_search`."""
+        return upgrade_search(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_weights(self) -> SearchConfig:
@@ -371,12 +352,78 @@ class SearchConfig(_Section):
             raise ValueError(f"unknown fusion signals {sorted(unknown)}; known: vector, fulltext, graph")
         if any(w < 0 for w in self.weights.values()):
             raise ValueError("fusion weights must be >= 0")
-        if any(w < 0 for w in self.graph_relation_weights.values()):
-            raise ValueError("graph relation weights must be >= 0")
-        bad = set(self.decay_half_life_days) - {"semantic", "episodic", "procedural"}
-        if bad or any(d <= 0 for d in self.decay_half_life_days.values()):
-            raise ValueError("decay_half_life_days maps semantic/episodic/procedural to positive day counts")
         return self
+
+
+_MOVED: Final[dict[str, tuple[str, str]]] = {
+    **{f"graph_{name}": ("graph", name) for name in (
+        "scoring", "traversal_weight", "bridge_weight", "bridge_max_degree", "seed_memories", "specificity",
+        "depth", "decay", "max_frontier", "max_facts", "max_mentions", "hub_degree", "relation_weights",
+        "relation_boost")},
+    "decay_half_life_days": ("decay", "half_life_days"),
+    "decay_floor": ("decay", "floor"),
+    "decay_access": ("decay", "access"),
+    "decay_access_boost": ("decay", "access_boost"),
+    "access_flush_every": ("decay", "flush_every"),
+    "access_flush_seconds": ("decay", "flush_seconds"),
+    "reranker": ("rerank", "model"),
+    "rerank_top_n": ("rerank", "top_n"),
+}
+"""Flat ``search`` keys of earlier versions -> (section, key) of their place now."""
+
+_REMOVED: Final[dict[str, str]] = {
+    **dict.fromkeys(("graph_link_fulltext", "graph_link_min_cover", "graph_link_names_only", "graph_link_vector",
+                     "graph_link_min_similarity", "graph_link_pool"),
+                    "partial-name and vector linking were removed: query entities link by exact name or alias"),
+    "graph_bridge_seeds": "the bridge always starts from the best 5 text hits",
+    "graph_seed_weight": "seed memories restart the walk with their normalized text score",
+    "graph_restart": "PageRank restarts with probability 0.5",
+    "graph_max_seeds": "at most 16 query entities are linked",
+    "fusion": "fusion is always the weighted sum of the normalized signals (reciprocal-rank fusion ranked lower)",
+    "rrf_k": "reciprocal-rank fusion was removed",
+    "fulltext_norm": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
+    "fulltext_sigmoid_mid": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
+}
+"""``search`` keys of earlier versions that no longer exist -> what happens instead (see
+``bench/results/config_knobs.json`` for why each went)."""
+
+
+def upgrade_search(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a ``search`` section) with earlier versions' flat keys moved to their section, each
+    with a ``DeprecationWarning`` naming the new key, and removed keys dropped with a warning that
+    they have no effect. Unknown keys stay, for the section to refuse."""
+    if not any(k in _MOVED or k in _REMOVED or k == "vector_exact_max" for k in data) \
+            and data.get("normalize") != "zscore":
+        return data
+    out = dict(data)
+    if out.get("normalize") == "zscore":
+        del out["normalize"]
+        warnings.warn("search.normalize: zscore was removed (it ranked lower); scale is used", UserWarning,
+                      stacklevel=2)
+    for key in list(out):
+        if key in _REMOVED:
+            del out[key]
+            warnings.warn(f"search.{key} has no effect any more and is ignored: {_REMOVED[key]}",
+                          UserWarning, stacklevel=2)
+        elif key == "vector_exact_max":
+            del out[key]
+            warnings.warn("search.vector_exact_max is now store.vector_exact_max; given to a search section "
+                          "alone it has no effect", DeprecationWarning, stacklevel=2)
+        elif key in _MOVED:
+            section, name = _MOVED[key]
+            value = out.pop(key)
+            nested = out.get(section)
+            if isinstance(nested, BaseModel):
+                nested = nested.model_dump(exclude_unset=True)
+            nested = dict(nested or {})
+            if name in nested and nested[name] != value:
+                raise ValueError(f"search.{key} and search.{section}.{name} are the same setting with "
+                                 "different values; give it once, as the latter")
+            nested[name] = value
+            out[section] = nested
+            warnings.warn(f"search.{key} is deprecated; use search.{section}.{name}", DeprecationWarning,
+                          stacklevel=2)
+    return out
 
 
 class LimitsConfig(_Section):
@@ -425,6 +472,26 @@ class MemoryConfig(BaseSettings):
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     version: str = "v1"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_sections(cls, data: Any) -> Any:
+        """``search.vector_exact_max`` of earlier versions is a store setting now."""
+        if not isinstance(data, dict) or not isinstance(data.get("search"), dict) \
+                or "vector_exact_max" not in data["search"]:
+            return data
+        search = dict(data["search"])
+        value = search.pop("vector_exact_max")
+        store = data.get("store")
+        if isinstance(store, BaseModel):
+            store = store.model_dump(exclude_unset=True)
+        store = dict(store or {})
+        if "vector_exact_max" in store and store["vector_exact_max"] != value:
+            raise ValueError("search.vector_exact_max and store.vector_exact_max differ; give it once, as the latter")
+        store["vector_exact_max"] = value
+        warnings.warn("search.vector_exact_max is deprecated; use store.vector_exact_max", DeprecationWarning,
+                      stacklevel=2)
+        return {**data, "search": search, "store": store}
 
     def sqlite_path(self) -> Path:
         return self.store.path if self.store.path is not None else self.home / "graphmem.db"

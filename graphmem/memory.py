@@ -312,18 +312,18 @@ class Memory:
             until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
         )
         cfg = self.config.search
-        tracked = cfg.decay_access and bool(cfg.decay_half_life_days)
+        tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
         out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, self._reranker(),
                          self._access.uses if tracked else None)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
-            if self._access.due(cfg.access_flush_every, cfg.access_flush_seconds):
+            if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):
                 self._access.flush(self.store)
         return out
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
-        name = self.config.search.reranker
+        name = self.config.search.rerank.model
         if self._reranker_given is not None or name is None:
             return self._reranker_given
         if self._reranker_loaded is None or self._reranker_loaded.name != name:

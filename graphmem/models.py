@@ -177,7 +177,7 @@ class MemoryRecord(BaseModel):
     event_time: datetime | None = None
     expires_at: datetime | None = None
     access_count: int = 0
-    """How often search has returned it (recorded when decay uses access, see ``SearchConfig.decay_access``)."""
+    """How often search has returned it (recorded when decay uses access, see ``search.decay.access``)."""
     last_accessed_at: datetime | None = None
 
     @property
@@ -348,8 +348,8 @@ def row_builder(cls: type[M]) -> Callable[[dict[str, Any]], M]:
     way in). Every store builds its read results with these.
 
     A search builds a few hundred models from rows (records, entities, facts): ``model_construct``
-    costs ~5 µs each, mostly resolving defaults field by field; this sets what it sets (the fields in
-    order, defaults for the missing ones, the fields given as set) in ~1.5 µs. Models with private
+    spends most of its time resolving defaults field by field; this sets what it sets (the fields in
+    order, defaults for the missing ones, the fields given as set) in a fraction of that. Models with private
     attributes, extra fields or a default factory that takes data keep ``model_construct``.
     """
     fields = cls.model_fields

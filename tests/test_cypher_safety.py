@@ -344,10 +344,10 @@ def test_database_unavailable_maps_to_store_unavailable() -> None:
     is unknown (``IncompleteCommit`` is a ``ServiceUnavailable``, so it must be caught first)."""
     from neo4j.exceptions import IncompleteCommit, Neo4jError
 
-    from graphmem.config import SearchConfig, StoreConfig
+    from graphmem.config import StoreConfig
     from graphmem.stores.neo4j import Neo4jStore
 
-    store = Neo4jStore(StoreConfig(provider="neo4j"), SearchConfig())
+    store = Neo4jStore(StoreConfig(provider="neo4j"))
     shutdown = Neo4jError._hydrate_neo4j(code="Neo.TransientError.General.DatabaseUnavailable",
                                          message="The database is not currently available to serve your request")
     unavailable = pytest.raises(StoreUnavailableError, match=r"stopped serving the database.*nothing was written")

@@ -16,7 +16,7 @@ from graphmem import Memory
 from graphmem.config import SearchConfig
 
 GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
-TRAVERSAL_ONLY: dict[str, Any] = {"graph_traversal_weight": 1.0, "graph_bridge_weight": 0.0}
+TRAVERSAL_ONLY: dict[str, Any] = {"traversal_weight": 1.0, "bridge_weight": 0.0}
 """The graph score is then the traversal score itself, which these tests pin."""
 
 
@@ -57,7 +57,7 @@ def search(mem: Memory, query: str, weights: dict[str, float] | None = None, sco
     """Walk scoring by default, alone in the graph score (no bridge): these tests pin its exact path
     scores."""
     if weights is not None:
-        mem.config.search = SearchConfig(weights=weights, graph_scoring=scoring, **TRAVERSAL_ONLY)
+        mem.config.search = SearchConfig(weights=weights, graph={"scoring": scoring, **TRAVERSAL_ONLY})
     out = mem.search(query, explain=True, top_k=20, **scope)
     return {r["id"]: r for r in out["results"]}
 
@@ -102,7 +102,7 @@ def test_inverse_relation_found_from_the_other_end(mem: Memory, uid: str) -> Non
     assert g["raw"] == pytest.approx(0.25)
     # Naming the inverse relation boosts the fact read backwards.
     named = search(mem, "Acme employs", GRAPH_ONLY, user_id=uid)
-    boost = mem.config.search.graph_relation_boost
+    boost = mem.config.search.graph.relation_boost
     assert graph_of(named[ids["job"]])["raw"] == pytest.approx(min(1.0, 0.5 * boost))
     assert graph_of(named[ids["home"]])["raw"] == pytest.approx(0.25)  # the boost does not carry on
 
@@ -130,18 +130,18 @@ def test_transitive_chain(mem: Memory, uid: str) -> None:
     g = graph_of(hits[ids["city"]])
     assert g["path"]["text"] == "Brazil <-[locatedIn]- Rio de Janeiro State <-[locatedIn]- Niterói"
     assert g["path"]["hops"] == 2
-    assert g["raw"] == pytest.approx(mem.config.search.graph_decay)
-    assert graph_of(hits[ids["state"]])["raw"] == pytest.approx(mem.config.search.graph_decay)
+    assert g["raw"] == pytest.approx(mem.config.search.graph.decay)
+    assert graph_of(hits[ids["state"]])["raw"] == pytest.approx(mem.config.search.graph.decay)
     assert "graph" not in hits.get(ids["home"], {"score_details": {}})["score_details"]  # 3 hops, depth 2
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_depth=3)
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph={"depth": 3})
     deeper = {r["id"]: r for r in mem.search("Brazil", user_id=uid, explain=True)["results"]}
     assert graph_of(deeper[ids["home"]])["path"]["text"].endswith("Niterói <-[livesIn]- Ana")
 
 
 def test_relation_weights_and_filters(mem: Memory, uid: str) -> None:
     ids = world(mem, user_id=uid)
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_relation_weights={"knows": 0.0},
-                                     graph_scoring="walk", **TRAVERSAL_ONLY)
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph={"relation_weights": {"knows": 0.0},
+                                                                    "scoring": "walk", **TRAVERSAL_ONLY})
     hits = {r["id"] for r in mem.search("Bruno", user_id=uid, explain=True)["results"]
             if "graph" in r["score_details"]}
     assert ids["bjob"] in hits and ids["met"] not in hits and ids["home"] not in hits
@@ -197,7 +197,7 @@ def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid:
 
     for scoring in ("ppr", "walk"):  # whichever traversal scoring runs beside it
         mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
-                                         graph_traversal_weight=0.0, graph_scoring=scoring)
+                                         graph={"traversal_weight": 0.0, "scoring": scoring})
         hits = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
         assert next(iter(hits)) == hop1
         assert hits[hop2]["score"] > text_only.get(hop2, {"score": 0.0})["score"] + 0.2
@@ -209,10 +209,10 @@ def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid:
     # A name the query itself carries does not bridge (the text signals already weigh it) ...
     named = {r["id"]: r for r in mem.search(f"{query} Cabo Frio", user_id=uid, top_k=20, explain=True)["results"]}
     assert "graph" not in named.get(hop2, {"score_details": {}})["score_details"]
-    # ... nor does a name more memories carry than graph_bridge_max_degree.
+    # ... nor does a name more memories carry than graph.bridge_max_degree.
     add(mem, "Tourists crowd the dunes in January",
         fact("Dunas", "locatedIn", "Cabo Frio", "Venue", "City"), user_id=uid)
     mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
-                                     graph_traversal_weight=0.0, graph_bridge_max_degree=2)
+                                     graph={"traversal_weight": 0.0, "bridge_max_degree": 2})
     crowded = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
     assert "graph" not in crowded.get(hop2, {"score_details": {}})["score_details"]

@@ -16,7 +16,7 @@ from graphmem.errors import InvalidInputError
 from graphmem.models import Scope
 
 GRAPH_ONLY = {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}
-TRAVERSAL_ONLY: dict[str, Any] = {"graph_traversal_weight": 1.0, "graph_bridge_weight": 0.0}
+TRAVERSAL_ONLY: dict[str, Any] = {"traversal_weight": 1.0, "bridge_weight": 0.0}
 
 
 def ids(out: dict[str, Any]) -> list[str]:
@@ -34,7 +34,7 @@ def test_as_of_ranks_what_was_known_then(mem: Memory, uid: str) -> None:
     time.sleep(0.01)
     new = mem.add("Moved again, closer to family", infer=False, user_id=uid,
                   triples=[lives("Shanghai")])["results"][0]["id"]
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_scoring="walk", **TRAVERSAL_ONLY)
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph={"scoring": "walk", **TRAVERSAL_ONLY})
     now = mem.search("Where does Ana live?", user_id=uid, explain=True)
     assert ids(now) == [new]  # the Beijing fact was closed by the move: no longer walked
     then = mem.search("Where does Ana live?", user_id=uid, as_of=between, explain=True)
@@ -78,7 +78,7 @@ def test_decay_by_type_and_age(mem: Memory, uid: str) -> None:
                     timestamp=now)["results"][0]["id"]
     rule = mem.add("Had coffee with Rui", infer=False, user_id=f"{uid}-c", memory_type="procedural",
                    timestamp=now - timedelta(days=60))["results"][0]["id"]
-    mem.config.search = SearchConfig(decay_half_life_days={"episodic": 30}, decay_floor=0.1)
+    mem.config.search = SearchConfig(decay={"half_life_days": {"episodic": 30}, "floor": 0.1})
 
     def top(user: str) -> dict[str, Any]:
         out: dict[str, Any] = mem.search("coffee with Rui", user_id=user, explain=True)["results"][0]
@@ -89,7 +89,7 @@ def test_decay_by_type_and_age(mem: Memory, uid: str) -> None:
     assert a["score_details"]["decay"] == pytest.approx(0.25, rel=1e-3)  # two half-lives
     assert a["score"] == pytest.approx(b["score"] * 0.25, rel=1e-3)
     assert "decay" not in c["score_details"] and c["score"] == pytest.approx(b["score"], rel=1e-6)
-    mem.config.search = SearchConfig(decay_half_life_days={"episodic": 1}, decay_floor=0.3)
+    mem.config.search = SearchConfig(decay={"half_life_days": {"episodic": 1}, "floor": 0.3})
     assert top(uid)["score_details"]["decay"] == pytest.approx(0.3)
 
 
@@ -105,8 +105,7 @@ def test_decay_is_slower_for_memories_in_use(mem: Memory, uid: str) -> None:
 
     tea, cafe, theirs = add("Drank green tea with Rui", 60), add("Drank green tea at the cafe", 10), \
         add("Drank green tea with Rui", 60, user=f"{uid}-b")
-    buffered = {"decay_half_life_days": {"episodic": 30}, "decay_floor": 0.01, "access_flush_every": 1000,
-                "access_flush_seconds": 3600}
+    buffered = {"half_life_days": {"episodic": 30}, "floor": 0.01, "flush_every": 1000, "flush_seconds": 3600}
 
     def decays(m: Memory, **kw: Any) -> dict[str, float]:
         out = m.search("green tea", user_id=uid, explain=True, **kw)
@@ -115,16 +114,16 @@ def test_decay_is_slower_for_memories_in_use(mem: Memory, uid: str) -> None:
     def half_lives(days: int, uses: int) -> float:
         return float(0.5 ** (days / (30 * (1 + math.log2(1 + uses)))))
 
-    mem.config.search = SearchConfig(**buffered, decay_access=False)  # by age alone; nothing recorded
+    mem.config.search = SearchConfig(decay={**buffered, "access": False})  # by age alone; nothing recorded
     assert decays(mem) == pytest.approx({tea: half_lives(60, 0), cafe: half_lives(10, 0)}, rel=1e-3)
-    mem.config.search = SearchConfig(**buffered)
+    mem.config.search = SearchConfig(decay=buffered)
     assert ids(mem.search("green tea", user_id=uid, filters={"id": tea})) == [tea]  # one use: half-life x2
     assert decays(mem) == pytest.approx({tea: half_lives(60, 1), cafe: half_lives(10, 0)}, rel=1e-3)
     assert mem.get(tea, user_id=uid)["access_count"] == 0  # still buffered
     # what was known then: uses neither count nor are recorded
     assert decays(mem, as_of=datetime.now(UTC)) == pytest.approx({tea: 0.25, cafe: half_lives(10, 0)}, rel=1e-3)
 
-    mem.config.search = SearchConfig(**{**buffered, "access_flush_every": 1})
+    mem.config.search = SearchConfig(decay={**buffered, "flush_every": 1})
     mem.search("green tea", user_id=uid, filters={"id": tea})  # due: the buffer is written
     assert (mem.get(tea, user_id=uid)["access_count"], mem.get(cafe, user_id=uid)["access_count"]) == (3, 1)
     assert datetime.fromisoformat(mem.get(tea, user_id=uid)["last_accessed_at"]) >= now
@@ -147,7 +146,7 @@ def test_decay_reorders_beyond_the_first_k_fused(mem: Memory, uid: str) -> None:
     query = "Rui and Ana coffee at the harbour cafe"
     undecayed = ids(mem.search(query, user_id=uid, top_k=7))
     assert undecayed.index(fresh) > 0  # by fused score alone it is not first
-    mem.config.search = SearchConfig(decay_half_life_days={"episodic": 30}, decay_floor=0.05)
+    mem.config.search = SearchConfig(decay={"half_life_days": {"episodic": 30}, "floor": 0.05})
     best = mem.search(query, user_id=uid, top_k=1, explain=True)["results"]
     assert [r["id"] for r in best] == [fresh]
     full = ids(mem.search(query, user_id=uid, top_k=7))
@@ -179,7 +178,7 @@ def test_reranker_reorders_the_head(backend: str, tmp_path: Any, uid: str) -> No
                  "green tea and black tea come from the same plant"]
         for t in texts:
             mem.add(t, infer=False, user_id=uid)
-        mem.config.search = SearchConfig(rerank_top_n=2)
+        mem.config.search = SearchConfig(rerank={"top_n": 2})
         plain = mem.search("tea", user_id=uid, explain=True)["results"]
         head = sorted(plain[:2], key=lambda r: len(r["memory"]))
         assert [r["id"] for r in plain[:2]] == [r["id"] for r in head]
@@ -193,7 +192,7 @@ def test_missing_cross_encoder_is_a_config_error(mem: Memory, uid: str) -> None:
     from graphmem.errors import ConfigError
 
     mem.add("tea", infer=False, user_id=uid)
-    mem.config.search = SearchConfig(reranker="/nonexistent/cross-encoder")
+    mem.config.search = SearchConfig(rerank={"model": "/nonexistent/cross-encoder"})
     with pytest.raises(ConfigError):
         mem.search("tea", user_id=uid)
 
@@ -207,7 +206,7 @@ def test_ppr_reaches_memories_through_shared_names(mem: Memory, uid: str) -> Non
                        "The founder of the Physics Journal Club published a quiet memoir."):
         mem.add(distractor, infer=False, user_id=uid)
     journal, society = a["results"][0]["id"], b["results"][0]["id"]
-    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph_seed_memories=0)  # the named entity only
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph={"seed_memories": 0})  # the named entity only
     out = mem.search("Who founded the publisher of the Journal of Quiet Physics?", user_id=uid, explain=True)
     got = ids(out)
     assert got[:2] == [journal, society]

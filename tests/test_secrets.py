@@ -100,7 +100,7 @@ def test_config_errors_still_name_field_and_plain_value() -> None:
     assert "search.top_k" in message and "(got 0)" in message
     assert "store.provider" in message and "'mongo'" in message
     with pytest.raises(ConfigError) as info:
-        MemoryConfig.load({"search": {"fusion": "x" * 5000}})
+        MemoryConfig.load({"search": {"normalize": "x" * 5000}})
     assert len(str(info.value)) < 400  # echoed values are cut
 
 

@@ -66,7 +66,7 @@ def test_store_from_before_access_counts_gains_them(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:  # the table as an earlier graphmem made it
         conn.executescript("ALTER TABLE memories DROP COLUMN access_count; "
                            "ALTER TABLE memories DROP COLUMN last_accessed_at;")
-    cfg = {**_config(db), "search": {"decay_half_life_days": {"semantic": 30}, "access_flush_every": 1}}
+    cfg = {**_config(db), "search": {"decay": {"half_life_days": {"semantic": 30}, "flush_every": 1}}}
     with Memory(cfg) as m:
         assert m.get(mid, user_id="u")["access_count"] == 0
         assert [r["id"] for r in m.search("boiler", user_id="u")["results"]] == [mid]

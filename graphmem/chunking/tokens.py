@@ -7,8 +7,9 @@ for the process so later calls do not wait again.
 
 The estimate exists so that chunking never depends on the network. It is designed to over-count
 rather than under-count (a chunk that is too big is a silent problem; one that is a bit small is
-not): on English chat, prose, markdown and code it counts 1.3-1.5x the real tokens, so chunks hold
-~70% of the budget in real tokens. :class:`EstimateCounter` has the design and its measured limits.
+not): on English chat, prose, markdown and code it counts somewhat more than the real tokens, so
+chunks hold less than their budget in real tokens. :class:`EstimateCounter` has the design; its
+measured over-count per kind of text is in ``bench/results/docstring_figures.json``.
 """
 
 from __future__ import annotations
@@ -154,14 +155,14 @@ _BLOCK_WEIGHTS: tuple[tuple[int, float], ...] = (
 _BLOCK_STARTS = [start for start, _ in _BLOCK_WEIGHTS]
 
 _SHORT_WORD = 6
-"""ASCII letter runs up to this length are one token: true for >95% of such words in chat and prose."""
+"""ASCII letter runs up to this length are one token: true for nearly all such words in chat and prose."""
 _WORD_CHARS_PER_TOKEN = 3.5
-"""Longer natural words: 3.5 letters per token covers English (~1.2-1.5 tokens for 9-13 letters) and
-other Latin-script languages (Finnish, Czech, Indonesian), which split more."""
+"""Longer natural words: 3.5 letters per token covers English and other Latin-script languages
+(Finnish, Czech, Indonesian), which split more."""
 _LONG_RUN = 20
 _LONG_RUN_CHARS_PER_TOKEN = 2.0
-"""Letter runs over 20 letters are nearly always identifiers, hashes or random strings (~1.8 letters
-per token for random lowercase)."""
+"""Letter runs over 20 letters are nearly always identifiers, hashes or random strings, which split
+into short tokens."""
 _CASE_SWITCH_TOKENS = 0.75
 """Added per upper/lower case switch: camelCase splits at humps, base64-like text at most switches."""
 _PUNCT_CHARS_PER_TOKEN = 1.6
@@ -218,12 +219,10 @@ class EstimateCounter:
     by Unicode block for other scripts (Cyrillic 0.8 … CJK 1.5, Indic 2.2, emoji 3); punctuation
     ~1.6 chars per token; whitespace runs nearly free.
 
-    Measured against tiktoken (``bench/chunking.py``, ~1,400 windows of ~2,000 chars), estimate over
-    real tokens, cl100k (o200k is within a few percent for English): chat 1.26-1.47x, Wikipedia prose
-    1.50x, markdown 1.38x, Python code 1.31x (worst single window 0.90x); spaCy's sample sentences in
-    37 languages 0.90-1.76x (o200k 1.17-5.6x: it needs far fewer tokens for non-Latin scripts); UUIDs,
-    hex, base64, random letters and punctuation 0.92-1.0x; URLs with random path segments 0.91x.
-    Known limit: text made of rare characters (random code points) is under-counted by up to ~30%.
+    Measured against tiktoken with ``bench/chunking.py`` (figures in
+    ``bench/results/docstring_figures.json``): it over-counts natural text and code, stays close on
+    identifiers, hashes and URLs. Known limit: text made of rare characters (random code points) is
+    under-counted.
     """
 
     reason: str | None = field(default=None, compare=False)

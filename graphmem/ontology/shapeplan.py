@@ -1,7 +1,7 @@
 """What the guard needs to know about the shapes to validate a batch with as little work as correct.
 
-pySHACL evaluates every property shape of every targeted node shape for every focus node, at about
-50 µs each, whatever the data. A batch of new triples can only be concerned by results on paths that
+pySHACL evaluates every property shape of every targeted node shape for every focus node, at a fixed
+cost each, whatever the data. A batch of new triples can only be concerned by results on paths that
 use its predicates (see the mapping rules in :mod:`.guard`), so when the shapes are *flat* the guard
 skips the other property shapes and leaves the stored edges they would read out of the data graph.
 

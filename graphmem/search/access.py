@@ -1,4 +1,4 @@
-"""What search returned, kept for decay by use (``SearchConfig.decay_access``).
+"""What search returned, kept for decay by use (``search.decay.access``).
 
 Buffered in the process, so that a search stays one read (one round trip on Neo4j): the buffer is
 written with one :meth:`~graphmem.stores.base.Store.touch` per scope when it is due, and on close.

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..config import SearchConfig
+from ..config import DecayConfig, SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, utcnow
 from .fusion import Fusion
-from .graph import GraphResult, graph_candidates, graph_query, query_mentions
+from .graph import GraphResult, graph_candidates, graph_query
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -64,16 +64,16 @@ def time_window(since: datetime | None, until: datetime | None) -> Filter | None
     return parse_filters({"OR": [inside("event_time"), {"AND": [{"event_time": None}, inside("created_at")]}]})
 
 
-def decay_factor(record: MemoryRecord, now: datetime, cfg: SearchConfig, uses: int = 0) -> float:
-    """``0.5 ** (age / half-life)`` for the memory's type, floored at ``decay_floor``; 1 when its type
+def decay_factor(record: MemoryRecord, now: datetime, cfg: DecayConfig, uses: int = 0) -> float:
+    """``0.5 ** (age / half-life)`` for the memory's type, floored at ``cfg.floor``; 1 when its type
     has no half-life (procedural knowledge usually should not fade). ``uses`` (times search returned
-    it) lengthen the half-life by ``1 + decay_access_boost * log2(1 + uses)``."""
-    half_life = cfg.decay_half_life_days.get(record.memory_type.value)
+    it) lengthen the half-life by ``1 + cfg.access_boost * log2(1 + uses)``."""
+    half_life = cfg.half_life_days.get(record.memory_type.value)
     if not half_life:
         return 1.0
-    half_life *= 1.0 + cfg.decay_access_boost * math.log2(1 + uses)
+    half_life *= 1.0 + cfg.access_boost * math.log2(1 + uses)
     age_days = max(0.0, (now - (record.event_time or record.created_at)).total_seconds() / 86_400)
-    return max(cfg.decay_floor, math.pow(0.5, age_days / half_life))
+    return max(cfg.floor, math.pow(0.5, age_days / half_life))
 
 
 def run_search(
@@ -92,10 +92,7 @@ def run_search(
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
-    gq = None
-    if cfg.weights.get("graph", 0.0) > 0:
-        mentions = query_mentions(req.text, ontology()) if cfg.graph_link_vector > 0 else []
-        gq = graph_query(req.text, cfg, req.as_of, usable, mentions, embedder.embed(mentions) if mentions else None)
+    gq = graph_query(req.text, cfg.graph, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
     cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
@@ -105,15 +102,15 @@ def run_search(
     if gq is not None:
         # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)
         text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
-        seeds = dict(Fusion(signals, text_cfg).top(cfg.graph_seed_memories))
+        seeds = dict(Fusion(signals, text_cfg).top(cfg.graph.seed_memories))
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
-        graph = graph_candidates(sub, gq, ontology, n, cfg, seeds)
+        graph = graph_candidates(sub, gq, ontology, n, cfg.graph, seeds)
         signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
     now = req.now or utcnow()
     # Decay only lowers a fused score, so once the next fused score is below the worst of the best
     # `needed` decayed ones, no later hit can enter them: the rest are neither built nor decayed.
-    needed = max(req.k, cfg.rerank_top_n) if reranker is not None else req.k
+    needed = max(req.k, cfg.rerank.top_n) if reranker is not None else req.k
     ranked: list[tuple[float, Any]] = []
     floor: list[float] = []  # min-heap of the best `needed` decayed scores
     fusion = Fusion(signals, cfg)
@@ -126,7 +123,7 @@ def run_search(
         if req.as_of is not None and rec.created_at > req.as_of:
             continue
         uses = 0 if pending_uses is None or req.as_of is not None else rec.access_count + pending_uses(mid)
-        factor = decay_factor(rec, req.as_of or now, cfg, uses)
+        factor = decay_factor(rec, req.as_of or now, cfg.decay, uses)
         score = fused * factor
         ranked.append((score, (mid, fused, rec, factor)))
         if len(floor) < needed:
@@ -136,18 +133,18 @@ def run_search(
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
-        head = ranked[: cfg.rerank_top_n]
+        head = ranked[: cfg.rerank.top_n]
         reranked = dict(zip((h[1][0] for h in head), reranker.score(req.text, [h[1][2].memory for h in head]),
                             strict=True))
         order = sorted(head, key=lambda h: (-reranked[h[1][0]], -h[0], h[1][0]))
-        ranked = order + ranked[cfg.rerank_top_n :]
+        ranked = order + ranked[cfg.rerank.top_n :]
     results = []
     for score, (mid, fused, rec, factor) in ranked:
         if req.threshold is not None and score < req.threshold:
             continue
         item = {**rec.public(), "score": score}
         if req.explain:
-            details: dict[str, Any] = {**fusion.details(mid), "fused": fused, "fusion": cfg.fusion}
+            details: dict[str, Any] = {**fusion.details(mid), "fused": fused}
             if factor != 1.0:
                 details["decay"] = factor
             if mid in reranked:

@@ -4,41 +4,36 @@ The store fetches the query's neighbourhood in one read (:meth:`~graphmem.stores
 whose walk depends on counts only, never on scores); everything here is arithmetic on that
 :class:`~graphmem.stores.base.Subgraph`, so every backend gives the same ranking.
 
-The graph score of a memory is ``graph_bridge_weight * bridge + graph_traversal_weight * traversal``,
-clipped to 1.
+The graph score of a memory is ``bridge_weight * bridge + traversal_weight * traversal``
+(``search.graph``), clipped to 1.
 
 ``bridge``: the second hop of a multi-hop question. The best text hits (the seeds) pass their
-normalized score, cubed, times the specificity ``(1 + d) ** -graph_specificity`` of an entity they
+normalized score, cubed, times the specificity ``(1 + d) ** -specificity`` of an entity they
 mention, to the other memories that mention it too (``d`` memories mention it). Names the query
 carries are skipped, since the text signals weigh them already, and so are names more than
-``graph_bridge_max_degree`` memories carry. On MuSiQue this is what lifts hybrid recall@5 above the
-dense signal: the question names the first hop, and the answer's memory shares an entity with it.
+``bridge_max_degree`` memories carry. This is what lifts hybrid search on multi-hop questions above
+the dense signal: the question names the first hop, and the answer's memory shares an entity with it.
 
 Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is
-looked up as an entity name or alias, exactly, through indexes; then, with
-``graph_link_fulltext > 0``, the entity full-text index finds names containing a query content word
-(:func:`query_words`), and those whose content words the query covers at least
-``graph_link_min_cover`` are linked too, scored by that cover (it scales their restart weight and
-walk start). The cover is computed from the stored names, not from the index's scores, which
-differ between FTS5 and Lucene.
+looked up as an entity name or alias, exactly, through indexes.
 
-The traversal score is one of two (``search.graph_scoring``):
+The traversal score is one of two (``search.graph.scoring``):
 
 ``ppr`` (default): Personalized PageRank over the local graph of memories and entities, the idea of
 HippoRAG. Edges: memory <-> entity for each mention, and entity -> entity for each fact, also
 backwards when the relation is symmetric, has an inverse or is transitive (the ontology read at
-query time). A fact's weight is its relation weight (``graph_relation_weights``; a sub-property
-inherits its super-property's), times ``graph_relation_boost`` when the query names the relation.
-The walk restarts (probability ``graph_restart``) at the linked query entities, each weighted by its
-specificity ``1 / log2(1 + mentions)`` so a name every memory carries counts for little, and at the
-seed memories (the best vector and full-text hits), weighted ``graph_seed_weight`` times their
-normalized scores. A memory's graph score is its PageRank over the best memory's, in [0, 1].
+query time). A fact's weight is its relation weight (``relation_weights``; a sub-property inherits
+its super-property's), times ``relation_boost`` when the query names the relation. The walk
+restarts (probability :data:`RESTART`) at the linked query entities, each weighted by its
+specificity so a name every memory carries counts for little, and at the seed memories (the best
+vector and full-text hits), weighted by their normalized scores. A memory's graph score is its
+PageRank over the best memory's, in [0, 1].
 
 ``walk``: the best path from a linked entity over typed facts only (the explainable part):
 
 1. Let ``w(f)`` be the relation weight. Crossing ``f`` from a reached entity ``u`` gives::
 
-       step(f, u) = s(u) * w(f) * decay       (decay = graph_decay, default 0.5)
+       step(f, u) = s(u) * w(f) * decay       (decay = search.graph.decay)
        step(f, u) = s(u) * w(f)                when f continues a chain of the same transitive
                                                relation in the same direction (no extra decay)
 
@@ -48,7 +43,7 @@ normalized scores. A memory's graph score is its PageRank over the best memory's
 2. An entity's score ``s`` is the best ``step`` that reached it (seeds: 1), kept from the hop it
    was first reached. A fact's score is the best ``step`` from either reached end, except that a
    fact joining two entities reached independently of it scores ``max(s(u), s(v)) * w(f)``. A fact
-   whose relation the query names is multiplied by ``graph_relation_boost`` (not carried beyond).
+   whose relation the query names is multiplied by ``relation_boost`` (not carried beyond).
 3. A memory scores the best of the facts it supports, clipped to [0, 1]. Ties: memory id.
 
 Both scorings give each reached memory its best walk path for ``explain=True``; with ``ppr``, a
@@ -58,15 +53,13 @@ memory reached only through a mention is explained by the entity it mentions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from rdflib.namespace import OWL, RDFS
 
-from ..models import Relation, norm_name, utcnow
+from ..models import Relation, norm_name
 from ..stores.base import GraphQuery, Subgraph, Vector
 from ..stores.text import STOPWORDS
 
@@ -74,19 +67,21 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
-    from ..config import SearchConfig
-    from ..extraction.rules import RuleExtractor
+    from ..config import GraphSearchConfig
     from ..ontology import Ontology
 
-__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_mentions", "query_ngrams",
-           "query_words"]
+__all__ = ["GraphResult", "GraphStep", "graph_candidates", "graph_query", "query_ngrams"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-MAX_LINK_WORDS = 200
-"""Query words looked up for partial names at most (a full-text query has a clause limit)."""
-MAX_MENTIONS = 16
-"""Query mentions embedded for vector links at most."""
-_MENTION_EXTRACTORS: WeakKeyDictionary[Ontology, RuleExtractor] = WeakKeyDictionary()
+MAX_SEEDS: Final = 16
+"""Query entities linked at most (longest names first): more n-grams than this that name stored
+entities are rare, and each one widens the walk's first frontier."""
+BRIDGE_SEEDS: Final = 5
+"""Best text hits that pass their score on through the bridge."""
+SEED_WEIGHT: Final = 1.0
+"""PageRank restart weight of the seed memories relative to a linked entity."""
+RESTART: Final = 0.5
+"""PageRank restart probability (HippoRAG's)."""
 
 
 @dataclass(frozen=True)
@@ -122,8 +117,7 @@ class GraphResult:
     """Per memory: how the graph reached it: the text hit it shares an entity with (``bridge``), or
     its best path from a linked query entity to the fact it supports, or the linked entity it mentions."""
     linked: list[dict[str, Any]] = field(default_factory=list)
-    """The linked query entities: ``name``, the query ``key`` (n-gram, or the name or alias a partial
-    link covered), ``how`` (``exact`` or ``fulltext``) and ``score`` (1 for exact, else the cover)."""
+    """The linked query entities: ``name`` and the query ``key`` (the n-gram matching its name or alias)."""
     relations: list[str] = field(default_factory=list)
     """Relations named in the query (IRIs; sub-properties are boosted too)."""
     classes: list[str] = field(default_factory=list)
@@ -143,26 +137,6 @@ def query_ngrams(text: str, longest: int = 4) -> list[str]:
     return [k for k in out if k]
 
 
-def query_words(text: str, names_only: bool = False) -> list[str]:
-    """Content words of ``text`` for partial-name linking, casefolded, in reading order, each followed
-    by its singular forms ("Beatles" also looks for "beatle"). Stopwords and words under three
-    characters are left out: they would link half the names of a scope. ``names_only``: only words
-    written with a capital ("Obama", "NASA"; a sentence's first word is most often a stopword)."""
-    out: dict[str, None] = {}
-    for m in _WORD.finditer(text):
-        raw = m.group()
-        if names_only and not raw[0].isupper():
-            continue
-        word = norm_name(raw)
-        if len(word) < 3 or word in STOPWORDS or " " in word:
-            continue
-        out.setdefault(word, None)
-        for form in _singulars(word):
-            if len(form) >= 3 and form not in STOPWORDS:
-                out.setdefault(form, None)
-    return list(out)
-
-
 def _outermost(keys: list[str]) -> set[str]:
     """Keys not inside a longer key: "journal" is dropped when "journal of physics" was linked."""
     padded = [f" {k} " for k in keys]
@@ -174,41 +148,15 @@ def _short(ontology: Ontology | None, iri: str) -> str:
     return info.name if info is not None else iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
-def query_mentions(text: str, ontology: Ontology) -> list[str]:
-    """Entity names in ``text``, as the rule extractor finds them in memories (the ontology's labels,
-    capitalized and quoted names, compounds), in reading order, at most ``MAX_MENTIONS``."""
-    from ..extraction.rules import RuleExtractor  # spaCy: imported when vector links are on
-    from ..extraction.schema import ExtractionContext
-
-    extractor = _MENTION_EXTRACTORS.get(ontology)
-    if extractor is None:
-        extractor = _MENTION_EXTRACTORS[ontology] = RuleExtractor(ontology, granularity="message")
-    found = extractor.extract(text, ExtractionContext(ontology, utcnow())).entities
-    return list(dict.fromkeys(e.name for e in found if norm_name(e.name)))[:MAX_MENTIONS]
-
-
-def graph_query(
-    query: str, cfg: SearchConfig, as_of: datetime | None = None, vector: Vector | None = None,
-    mentions: Sequence[str] = (), mention_vectors: Vector | None = None,
-) -> GraphQuery:
-    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by;
-    ``mentions`` (:func:`query_mentions`) with their embeddings for vector links."""
-    if mention_vectors is not None:  # a name with no embedding features has no direction to compare
-        keep = [i for i, row in enumerate(mention_vectors) if float(row @ row) > 0]
-        mentions, mention_vectors = [mentions[i] for i in keep], (mention_vectors[keep] if keep else None)
+def graph_query(query: str, cfg: GraphSearchConfig, as_of: datetime | None = None,
+                vector: Vector | None = None) -> GraphQuery:
+    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by."""
     # the best text hits seed PageRank and the bridge; the walk starts from the linked entities only
-    seeded = cfg.graph_scoring == "ppr" or (cfg.graph_bridge_weight > 0 and cfg.graph_bridge_seeds > 0)
+    seeded = cfg.scoring == "ppr" or cfg.bridge_weight > 0
     return GraphQuery(
-        keys=tuple(query_ngrams(query)), max_seeds=cfg.graph_max_seeds,
-        words=tuple(query_words(query, cfg.graph_link_names_only)[:MAX_LINK_WORDS]) if cfg.graph_link_fulltext > 0
-        else (),
-        max_fulltext=cfg.graph_link_fulltext, min_cover=cfg.graph_link_min_cover, link_pool=cfg.graph_link_pool,
-        seed_memories=cfg.graph_seed_memories if seeded else 0, depth=cfg.graph_depth,
-        max_frontier=cfg.graph_max_frontier, max_facts=cfg.graph_max_facts, max_mentions=cfg.graph_max_mentions,
-        hub_degree=cfg.graph_hub_degree, as_of=as_of, vector=vector,
-        mentions=tuple(norm_name(m) for m in mentions), mention_vectors=mention_vectors,
-        max_vector=cfg.graph_link_vector if mention_vectors is not None else 0,
-        min_similarity=cfg.graph_link_min_similarity,
+        keys=tuple(query_ngrams(query)), max_seeds=MAX_SEEDS, seed_memories=cfg.seed_memories if seeded else 0,
+        depth=cfg.depth, max_frontier=cfg.max_frontier, max_facts=cfg.max_facts, max_mentions=cfg.max_mentions,
+        hub_degree=cfg.hub_degree, as_of=as_of, vector=vector,
     )
 
 
@@ -217,7 +165,7 @@ def graph_candidates(
     query: GraphQuery,
     ontology: Ontology | Callable[[], Ontology],
     k: int,
-    cfg: SearchConfig,
+    cfg: GraphSearchConfig,
     seeds: dict[str, float] | None = None,
 ) -> GraphResult:
     """Top-``k`` memories of ``sub`` by graph score (see the module docstring). ``seeds``: memory id ->
@@ -236,15 +184,14 @@ def graph_candidates(
                 if p is not None:
                     named.add(p)
                     named.update(onto.sub_properties(p))
-    out.linked = [{"name": sub.entities[eid].name, "key": key, "how": how, "score": score}
-                  for key, eid in sub.linked.items() for how, score in [sub.link_how.get(eid, ("exact", 1.0))]]
+    out.linked = [{"name": sub.entities[eid].name, "key": key} for key, eid in sub.linked.items()]
     out.relations = sorted(named)
     out.classes = _named_classes(onto, query.keys)
     widened = {eid for eid, e in sub.entities.items()
                if any(onto.is_subclass(c, named_class) for c in e.classes for named_class in out.classes)}
     weights = _weights(onto, cfg)
     walked = _walk(sub, onto, cfg, weights, named, widened)
-    if cfg.graph_scoring == "ppr":
+    if cfg.scoring == "ppr":
         traversal = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
     else:
         traversal = {mid: score for mid, (score, _) in walked.items()}
@@ -252,7 +199,7 @@ def graph_candidates(
     scores: dict[str, float] = {}
     for mid in traversal.keys() | bridged.keys():
         b = bridged[mid][0] if mid in bridged else 0.0
-        scores[mid] = min(1.0, cfg.graph_traversal_weight * traversal.get(mid, 0.0) + cfg.graph_bridge_weight * b)
+        scores[mid] = min(1.0, cfg.traversal_weight * traversal.get(mid, 0.0) + cfg.bridge_weight * b)
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     out.hits = [(mid, score) for mid, score in ranked if score > 0]
     names = {eid: e.name for eid, e in sub.entities.items()}
@@ -261,8 +208,8 @@ def graph_candidates(
         if eid in sub.linked.values() and mid not in mentioned:
             mentioned[mid] = names[eid]
     for mid, score in out.hits:
-        if mid in bridged and (mid not in walked or bridged[mid][0] * cfg.graph_bridge_weight
-                               >= walked[mid][0] * cfg.graph_traversal_weight):
+        if mid in bridged and (mid not in walked or bridged[mid][0] * cfg.bridge_weight
+                               >= walked[mid][0] * cfg.traversal_weight):
             _, seed, eid = bridged[mid]
             out.paths[mid] = {"score": score, "hops": 1, "path": [], "bridge": {"memory": seed, "entity": names[eid]},
                               "text": f"shares {names[eid]} with memory {seed}"}
@@ -307,7 +254,7 @@ def _both_ways(onto: Ontology, iri: str) -> tuple[bool, bool]:
 
 
 def _walk(
-    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str],
+    sub: Subgraph, onto: Ontology, cfg: GraphSearchConfig, weights: Callable[[str], float], named: set[str],
     widened: set[str],
 ) -> dict[str, tuple[float, tuple[GraphStep, ...]]]:
     """Memory id -> (best path score, path) over typed facts, from the linked entities."""
@@ -317,10 +264,10 @@ def _walk(
         if rel.target_id is not None and rel.target_id != rel.source_id:
             by_entity.setdefault(rel.target_id, []).append(rel)
     names = {eid: e.name for eid, e in sub.entities.items()}
-    reached: dict[str, _Reach] = {eid: _Reach(_link_score(sub, eid), ()) for eid in sub.linked.values()}
+    reached: dict[str, _Reach] = {eid: _Reach(1.0, ()) for eid in sub.linked.values()}
     facts: dict[str, tuple[float, tuple[GraphStep, ...], Relation]] = {}
     frontier = list(sub.linked.values())
-    for _hop in range(cfg.graph_depth):
+    for _hop in range(cfg.depth):
         if not frontier:
             break
         here = set(frontier)
@@ -332,9 +279,9 @@ def _walk(
             if w <= 0:  # weight 0: the relation is ignored
                 continue
             src, tgt = rel.source_id, rel.target_id
-            b = cfg.graph_relation_boost if rel.relation in named else 1.0
+            b = cfg.relation_boost if rel.relation in named else 1.0
             if src in widened or tgt in widened:  # "which places": a fact reaching a place counts more
-                b *= cfg.graph_relation_boost
+                b *= cfg.relation_boost
             ends = [(src, tgt, "forward", True)]
             if tgt is not None:
                 ends.append((tgt, src, "backward", both_ways))
@@ -351,7 +298,7 @@ def _walk(
                 if r is None or here_id not in here:
                     continue
                 chained = transitive and r.chain == (rel.relation, direction)
-                s = r.score * w * (1.0 if chained else cfg.graph_decay)
+                s = r.score * w * (1.0 if chained else cfg.decay)
                 path = (*r.path, _step(rel, names, direction, onto))
                 if best is None or _better(s * b, path, *best):
                     best = (s * b, path)
@@ -365,7 +312,7 @@ def _walk(
                 if old is None or _better(*best, old[0], old[1]):
                     facts[rel.id] = (best[0], best[1], rel)
         reached.update(nxt)
-        frontier = sorted(nxt, key=lambda eid: (-nxt[eid].score, eid))[: cfg.graph_max_frontier]
+        frontier = sorted(nxt, key=lambda eid: (-nxt[eid].score, eid))[: cfg.max_frontier]
     memories: dict[str, tuple[float, tuple[GraphStep, ...]]] = {}
     for score, path, rel in facts.values():
         for mid in rel.memory_ids:
@@ -376,7 +323,7 @@ def _walk(
 
 
 def _ppr(
-    sub: Subgraph, onto: Ontology, cfg: SearchConfig, weights: Callable[[str], float], named: set[str],
+    sub: Subgraph, onto: Ontology, cfg: GraphSearchConfig, weights: Callable[[str], float], named: set[str],
     seeds: dict[str, float], widened: set[str],
 ) -> dict[str, float]:
     """Memory id -> Personalized PageRank over the subgraph, divided by the best memory's."""
@@ -388,7 +335,7 @@ def _ppr(
     index.update({mid: first_memory + i for i, mid in enumerate(memory_ids)})
     n = len(index)
     # a name few memories carry says more (HippoRAG: 1 / |passages|)
-    specific = {eid: float((1 + sub.degree.get(eid, 0)) ** -cfg.graph_specificity) for eid in entity_ids}
+    specific = {eid: float((1 + sub.degree.get(eid, 0)) ** -cfg.specificity) for eid in entity_ids}
     mentions = [(index[mid], index[eid], specific[eid]) for mid, eid in sub.mentions if eid in index]
     src = [m for m, _, _ in mentions] + [e for _, e, _ in mentions]
     dst = [e for _, e, _ in mentions] + [m for m, _, _ in mentions]
@@ -396,7 +343,7 @@ def _ppr(
     for rel in sub.relations:
         if rel.target_id is None or rel.target_id not in index or rel.source_id not in index:
             continue
-        w = weights(rel.relation) * (cfg.graph_relation_boost if rel.relation in named else 1.0)
+        w = weights(rel.relation) * (cfg.relation_boost if rel.relation in named else 1.0)
         if w <= 0:
             continue
         a, b = index[rel.source_id], index[rel.target_id]
@@ -408,16 +355,15 @@ def _ppr(
             dst.append(a)
             wts.append(w)
     restart = np.zeros(n)
-    exact = [key for key, eid in sub.linked.items() if eid not in sub.link_how or sub.link_how[eid][0] == "exact"]
-    outer = _outermost(exact)
+    outer = _outermost(list(sub.linked))
     for key, eid in sub.linked.items():
-        if key in outer or key not in exact:  # a partial link restarts at its cover
-            restart[index[eid]] += specific[eid] * _link_score(sub, eid)
+        if key in outer:
+            restart[index[eid]] += specific[eid]
     for eid in widened:  # entities of a class the query names restart the walk too, at half weight
         restart[index[eid]] += 0.5 * specific[eid]
     for mid, score in seeds.items():
         if score > 0:
-            restart[index[mid]] += cfg.graph_seed_weight * score
+            restart[index[mid]] += SEED_WEIGHT * score
     if restart.sum() <= 0 or not memory_ids:
         return {}
     restart /= restart.sum()
@@ -425,7 +371,7 @@ def _ppr(
     out_weight = np.bincount(s_idx, weights=w_arr, minlength=n)
     share = w_arr / out_weight[s_idx] if len(w_arr) else w_arr
     dangling = out_weight == 0  # their rank goes back to the restart distribution
-    alpha = cfg.graph_restart
+    alpha = RESTART
     base, keep = alpha * restart, 1.0 - alpha
     rank = restart.copy()
     for _ in range(50):
@@ -442,17 +388,11 @@ def _ppr(
     return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
 
 
-def _link_score(sub: Subgraph, eid: str) -> float:
-    """1 for an exact link, the cover of a partial one."""
-    how = sub.link_how.get(eid)
-    return 1.0 if how is None else how[1]
-
-
-def _bridge(sub: Subgraph, cfg: SearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:
+def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:
     """Memory id -> (bridge score, seed memory, shared entity), see the module docstring. E.g. "the county
     *Johnnycake* is in": text finds the Johnnycake memory, which names McDowell County, and the
     answer's memory mentions McDowell County too. A seed's score is cubed so runner-up hits pass little."""
-    if cfg.graph_bridge_weight <= 0 or cfg.graph_bridge_seeds == 0 or not seeds:
+    if cfg.bridge_weight <= 0 or not seeds:
         return {}
     linked = set(sub.linked.values())
     by_entity: dict[str, list[str]] = {}
@@ -460,14 +400,14 @@ def _bridge(sub: Subgraph, cfg: SearchConfig, seeds: dict[str, float]) -> dict[s
     for mid, eid in sub.mentions:
         by_entity.setdefault(eid, []).append(mid)
         of_memory.setdefault(mid, []).append(eid)
-    best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.graph_bridge_seeds]
+    best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:BRIDGE_SEEDS]
     out: dict[str, tuple[float, str, str]] = {}
     for seed, t in best:
         for eid in of_memory.get(seed, ()):
             degree = sub.degree.get(eid, 0)
-            if eid in linked or not 2 <= degree <= cfg.graph_bridge_max_degree:
+            if eid in linked or not 2 <= degree <= cfg.bridge_max_degree:
                 continue
-            score = t**3 * (1 + degree) ** -cfg.graph_specificity
+            score = t**3 * (1 + degree) ** -cfg.specificity
             for mid in by_entity[eid]:
                 if mid != seed and (mid not in out or score > out[mid][0]):
                     out[mid] = (score, seed, eid)
@@ -501,10 +441,10 @@ def _render(path: tuple[GraphStep, ...]) -> str:
     return " ".join(parts)
 
 
-def _weights(onto: Ontology, cfg: SearchConfig) -> Callable[[str], float]:
+def _weights(onto: Ontology, cfg: GraphSearchConfig) -> Callable[[str], float]:
     """Relation IRI -> weight: its own configured weight, else the first weighted super-property's, else 1."""
     table: dict[str, float] = {}
-    for key, value in cfg.graph_relation_weights.items():
+    for key, value in cfg.relation_weights.items():
         iri = onto.resolve_relation(key) or key
         table[iri] = value
     cache: dict[str, float] = {}

@@ -1,8 +1,8 @@
 """Optional second-stage reranking of the best fused results.
 
 A cross-encoder reads the query and a memory together, which a bi-encoder cannot, so it orders a
-short list better than any fused score; it is also ~100x slower per item, hence only the top
-``search.rerank_top_n``. Any object with ``score(query, texts)`` can serve (``Memory(reranker=...)``).
+short list better than any fused score; it is also far slower per item, hence only the top
+``search.rerank.top_n``. Any object with ``score(query, texts)`` can serve (``Memory(reranker=...)``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class CrossEncoderReranker:
             from sentence_transformers import CrossEncoder
         except ImportError as exc:
             raise ConfigError(
-                "search.reranker needs sentence-transformers: pip install 'graphmem[local]'") from exc
+                "search.rerank.model needs sentence-transformers: pip install 'graphmem[local]'") from exc
         try:
             self._model: Any = CrossEncoder(model)
         except Exception as exc:  # the library raises many types for a missing model

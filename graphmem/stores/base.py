@@ -255,31 +255,7 @@ class GraphQuery:
     keys: tuple[str, ...]
     """Normalized query n-grams, longest first: each is looked up as an entity name or alias."""
     max_seeds: int = 16
-    """Entities linked exactly, in key order (one entity per key, the oldest when several share it)."""
-    words: tuple[str, ...] = ()
-    """Partial-name linking: the query's content words (and their singular forms). An entity is a
-    candidate when the entity full-text index finds one of them in its name or an alias."""
-    max_fulltext: int = 0
-    """Entities linked by partial name at most, besides the exact ones (0: none). A candidate scores
-    the share of a name's content words (space-separated, stopwords left out) that are in ``words``,
-    its best name counting; those scoring ``min_cover`` or more are linked, best first, then oldest,
-    one entity per name and none whose name or alias is one of ``keys`` (those link exactly or not at all)."""
-    min_cover: float = 0.5
-    """Partial-name linking: least share of a name's content words the query must carry."""
-    mentions: tuple[str, ...] = ()
-    """Vector linking: the entity names the rule extractor finds in the query, normalized, in reading
-    order. Each that did not link otherwise links its nearest entity in the read scope by name
-    embedding (``mention_vectors``, same order), when that entity is not linked yet and the cosine is
-    at least ``min_similarity``; at most ``max_vector`` of them, in mention order."""
-    mention_vectors: Vector | None = field(default=None, compare=False)
-    max_vector: int = 0
-    min_similarity: float = 0.85
-    link_pool: int = 256
-    """Entity index hits read per lookup (the full-text index is asked within the scope, and every
-    hit is checked exactly afterwards); only a scope with more candidates than this could link
-    differently on two backends, whose indexes rank them differently. Neo4j's entity vector index
-    knows no scope: of its nearest ``link_pool`` entities, those outside the scope are dropped, while
-    SQLite compares the mention with every entity of the scope."""
+    """Entities linked, in key order (one entity per key, the oldest when several share it)."""
     seed_memories: int = 0
     """The best this-many vector hits and full-text hits also seed the walk with their entities."""
     depth: int = 2
@@ -306,13 +282,7 @@ class Subgraph:
     """The neighbourhood of a query: what :meth:`Store.neighbourhood` returns."""
 
     linked: dict[str, str] = field(default_factory=dict)
-    """Query key -> linked entity id: the exact links in key order, then the partial-name links best
-    first, keyed by the entity name (or alias) the query covered, then the vector links in mention
-    order, keyed by the mention."""
-    link_how: dict[str, tuple[str, float]] = field(default_factory=dict)
-    """Linked entity id -> how it was linked (``exact``, ``fulltext`` by partial name, or ``vector``
-    by name embedding) and its score (1 for exact, the share of the name's content words the query
-    carries for a partial name, the cosine for a vector link)."""
+    """Query key -> entity id linked by its exact name or alias, in key order."""
     seeds: list[str] = field(default_factory=list)
     """Entities the seed memories mention (ids, sorted)."""
     entities: dict[str, Entity] = field(default_factory=dict)

@@ -53,7 +53,7 @@ from neo4j import (
 )
 from neo4j import exceptions as neo4j_errors
 
-from ..config import SearchConfig, StoreConfig, display_uri
+from ..config import StoreConfig, display_uri
 from ..errors import (
     ConfigError,
     ConflictError,
@@ -128,10 +128,12 @@ _REBUILT_INDEXES: Final = ("memory_text", "entity_link", "entity_embedding", "me
 _REBUILD_TIMEOUT_S: Final = 3_600
 
 _KK_FLOOR: Final = 100
-"""Smallest index over-fetch: below this recall drops faster than the HNSW cost does (measured at
-100k memories, hashing embedder, load ~4 on 2 cores: recall@40 0.89 at 60 rows, 0.94 at 100, 0.97 at
-160, for 11, 14 and 18 ms, when Neo4j's default merge factor left ~20 Lucene segments, each searched
-for all the rows; tools/neo4j merges at 4, which cut a 100-row search from 28 to 9 ms)."""
+"""Smallest index over-fetch: below this the HNSW index's recall drops faster than its cost does
+(each Lucene segment is searched for all the rows, so tools/neo4j keeps their number low by merging
+early)."""
+_QUANTIZED_OVERFETCH: Final = 4
+"""Index rows per wanted hit when a quantized index (an older store's) is re-scored: its own ranking
+is approximate, so the true top ``k`` lie among many more rows."""
 _KK_MAX: Final = 5_000
 """Largest first over-fetch; past it the exact pass over a (countable) scope is cheaper."""
 _KK_WIDE_MAX: Final = 50_000
@@ -192,15 +194,15 @@ _MEMORY_PROJ: Final = graph.projection("m", _MEMORY_FIELDS, _MEMORY_TIMES)
 _MEMORY_ROW: Final = "[" + ", ".join(graph.epoch_us(f"m.{f}") if f in _MEMORY_TIMES else f"m.{f}"
                                      for f in _MEMORY_FIELDS) + "]"
 """A record as a list in :data:`_MEMORY_FIELDS` order, for search: it reads hundreds, and a list
-carries no field names (a tenth less server time and Bolt bytes than the map, measured at 100k)."""
+carries no field names (less server time and fewer Bolt bytes than the map)."""
 _SIM: Final = "2 * vector.similarity.cosine(m.embedding, $vec) - 1"
 """Exact cosine of ``m`` with the query (``Candidates.similarity``), for memories that are not vector hits."""
 _HISTORY_PROJ: Final = graph.projection("h", _HISTORY_FIELDS, ("created_at",))
 
 _VECTOR_WRITE_PROC: Final = True
 """Store embeddings with ``db.create.setNodeVectorProperty`` (float32, half the size of a float64
-list). Measured on this machine: 10k x 384-dim inserts run about as fast either way, and the float32
-array halves the store and page-cache footprint, so the procedure wins."""
+list): inserts run about as fast either way, and the float32 array halves the store and page-cache
+footprint, so the procedure wins."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -657,11 +659,10 @@ class _CandidatePlan:
 class Neo4jStore(Store):
     """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
 
-    def __init__(self, config: StoreConfig, search: SearchConfig, *, two_calls: bool = False) -> None:
+    def __init__(self, config: StoreConfig, *, two_calls: bool = False) -> None:
         """``two_calls``: ``search`` makes the base class's two calls (candidates, then neighbourhood)
         instead of one query; slower, kept to debug the one-query path against it."""
         self._cfg = config
-        self._search = search
         self._two_calls = two_calls
         self._driver: Driver | None = None
         self._dims: int | None = None
@@ -753,8 +754,8 @@ class Neo4jStore(Store):
 
     def _single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
         """One read query, one row, as an auto-commit READ transaction: RUN and PULL leave together,
-        one network round trip, where ``execute_read`` adds a BEGIN and a COMMIT exchange (~2 ms of a
-        search here). The driver retries no auto-commit query, so a retryable failure (connection
+        one network round trip, where ``execute_read`` adds a BEGIN and a COMMIT exchange (a large share
+        of a search's time). The driver retries no auto-commit query, so a retryable failure (connection
         lost, transient server error) runs it again through ``execute_read``, which retries."""
         with self._errors(what, write=False):
             try:
@@ -963,8 +964,8 @@ class Neo4jStore(Store):
 
         Stores created before graphmem turned quantization off keep their int8 index: it still
         works, its hits are re-scored exactly from a larger over-fetch. It is not rebuilt here: a
-        rebuild takes the index offline for every process using the database (~35 s per 100k
-        memories on 2 cores) and belongs in a maintenance window, not in every ``open``. Dropping the
+        rebuild takes the index offline for every process using the database (for a time that grows
+        with the store) and belongs in a maintenance window, not in every ``open``. Dropping the
         index is the whole migration; the next ``open`` creates it again, unquantized."""
         record = session.run(
             "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'memory_embedding' RETURN options"
@@ -1022,8 +1023,8 @@ class Neo4jStore(Store):
         buffer allows, one index at a time (a quantized vector index of an older store comes back exact).
 
         Why: Neo4j adds index segments as transactions commit and merges them lazily, and a vector
-        search walks the HNSW graph of every segment: at 100k memories one segment answered
-        ``queryNodes`` in 3 ms where six took 7. While an index rebuilds, searches that need it fail
+        search walks the HNSW graph of every segment, so one segment answers ``queryNodes`` much faster
+        than several. While an index rebuilds, searches that need it fail
         with :class:`StoreError` (Neo4j waits for it to come online, then gives up).
         """
         if self._dims is None:
@@ -1284,9 +1285,8 @@ class Neo4jStore(Store):
         """Delete the scope in one transaction when it holds at most ``_ATOMIC_DELETE_MAX`` memories.
 
         Bigger scopes go in transactions of ``_DELETE_CHUNK`` memories, each deleting its memories
-        together with their DELETE events: measured here (384-dim vectors, 1 GiB heap), one
-        transaction takes 2 s for 10k memories, 7 s for 20k, 44 s for 40k, and 100k exceeds the
-        server's transaction memory limit. A failure part-way leaves a consistent store (every
+        together with their DELETE events: one transaction's time grows faster than its size, and
+        100k memories exceed the server's transaction memory limit. A failure part-way leaves a consistent store (every
         deleted memory has its event, the rest are intact) and calling again finishes the job.
         Within a transaction the ids are read first, then deleted in ``write_batch_size`` chunks,
         each lookup a unique-index seek.
@@ -1474,13 +1474,12 @@ class Neo4jStore(Store):
             params.update(fp.values)
         # Exact index scores: rows are fetched for the scope's share and the HNSW recall only (2k,
         # at least _KK_FLOOR). A quantized index's hits are re-scored, so the true top k must be among
-        # many more rows (measured at 100k: recall@40 0.82 from 100 rows, 0.98 from 320), and a big
-        # scope of unknown share gets twice that.
+        # many more rows (_QUANTIZED_OVERFETCH), and a big scope of unknown share gets twice that.
         if self._exact_index:
             base = max(2 * k, _KK_FLOOR)
             big_kk = base
         else:
-            base = max(self._search.overfetch * k, _KK_FLOOR)
+            base = max(_QUANTIZED_OVERFETCH * k, _KK_FLOOR)
             big_kk = 2 * base
         if flt is not None:
             base, big_kk = base * _FILTER_OVERFETCH, big_kk * _FILTER_OVERFETCH
@@ -1488,8 +1487,8 @@ class Neo4jStore(Store):
             base=base,
             big_kk=big_kk,
             kk_max=max(_KK_MAX, base),
-            probe=self._search.vector_exact_max + 1,
-            exact_max=self._search.vector_exact_max,
+            probe=self._cfg.vector_exact_max + 1,
+            exact_max=self._cfg.vector_exact_max,
             filtered=flt is not None,
         )
         hint = _scope_hint(scope)

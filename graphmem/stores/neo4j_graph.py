@@ -90,8 +90,8 @@ def epoch_us(expr: str) -> str:
     """Cypher for a ``DATETIME`` as integer microseconds since the epoch (``null`` stays ``null``).
 
     The Python driver builds a ``neo4j.time.DateTime`` object for every temporal value it receives,
-    ~75 µs each (measured here: 3000 of them took 225 ms, as integers 8 ms); a search that reads
-    thousands of records, entities and facts spent most of its time on that.
+    many times slower than an integer; a search that reads thousands of records, entities and facts
+    spent most of its time on that.
     """
     return f"{expr}.epochSeconds * 1000000 + {expr}.microsecond"
 
@@ -160,9 +160,9 @@ def schema_statements() -> list[str]:
     ]
     for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
-    # Query linking: aliases are a list, which no range index can seek into, and partial names need
-    # word lookups. This full-text index holds the names, the aliases and the scope fields, so one
-    # Lucene query asks for words or alias phrases within a scope (other tenants' hits never fill
+    # Query linking: aliases are a list, which no range index can seek into. This full-text index
+    # holds the names, the aliases and the scope fields, so one Lucene query asks for alias words
+    # within a scope (other tenants' hits never fill
     # the hit limit); every hit is then checked exactly in Cypher. (Stores from before it keep
     # their unused entity_<scope field>_aliased indexes.)
     statements.append(
@@ -931,89 +931,42 @@ def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> lis
 SUBGRAPH_COLUMNS: Final = ("g_linked", "g_seed_pairs", "g_ents", "g_rels", "g_recs")
 """Columns :func:`neighbourhood_cypher` leaves for the caller's ``RETURN`` (read by :func:`read_subgraph`)."""
 
-VECTOR_LINK_EXACT_MAX: Final = 2_000
-"""Vector links: a read scope of at most this many entities is compared exactly (SQLite always is);
-a bigger one through the entity vector index (see ``GraphQuery.link_pool``)."""
+LINK_POOL: Final = 256
+"""Alias links: entity full-text hits read per query before the exact alias test. Only a scope
+holding more candidates than this for one query could link differently from SQLite, whose
+``entity_keys`` lookup has no such cut."""
 
 _DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
 """Mentions of an entity: a degree lookup (no relationship is read), as only memories mention."""
 
 
-def _linking_cypher(scope: Scope, q: GraphQuery, params: dict[str, Any], in_scope: str, keep: str) -> list[str]:
-    """Query linking (``sqlite_graph.neighbourhood`` and ``_link_partial`` do the same), leaving
-    ``g_linked``: ``[key, entity, how, score]`` per link, exact ones first.
+def _linking_cypher(q: GraphQuery, params: dict[str, Any], in_scope: str, scope_q: str) -> str:
+    """Query linking (``sqlite_graph.neighbourhood`` does the same), leaving ``g_linked``:
+    ``[key, entity]`` per link, in key order.
 
-    Exact: per key the oldest entity having it as name (index seek on ``Entity.key``) or alias (the
+    Per key the oldest entity having it as name (index seek on ``Entity.key``) or alias (the
     ``entity_link`` full-text index, asked for the keys' content words in the scope, then an exact
-    test of ``alias_keys``), keys in order, no entity twice. Words, not the keys as phrases: with a
-    phrase per n-gram the lookup took 3 ms of server time, with words 1 ms, as the key seek alone.
-    Partial names: the same index asked for the query words; each hit scores the cover of its best
-    name, computed here from the stored keys and never from Lucene's score, so SQLite's FTS5 links
-    the same entities. Mentions: see :data:`VECTOR_LINK_EXACT_MAX`.
+    test of ``alias_keys``), no entity twice. Words, not the keys as phrases: a phrase per n-gram
+    made the lookup several times slower than the key seek alone.
     """
-    scope_q = lucene_scope(scope)
     aliases = ""
     alias_words = list(dict.fromkeys(w for k in q.keys for w in k.split(" ") if w not in STOPWORDS and len(w) > 1))
     if alias_words:  # every key has one (query_ngrams drops n-grams of stopwords only)
         params["g_alias_query"] = f"{lucene_words(alias_words[:MAX_ALIAS_WORDS], ('aliases_text',))} AND {scope_q}"
+        params["g_link_pool"] = LINK_POOL
         aliases = (
             "UNION CALL db.index.fulltext.queryNodes('entity_link', $g_alias_query, {limit: $g_link_pool}) "
             f"YIELD node AS e WITH e WHERE any(k IN coalesce(e.alias_keys, []) WHERE k IN $g_keys) AND {in_scope} "
             "RETURN e "
         )
-    params["g_link_pool"] = int(q.link_pool)
-    parts = [
+    return (
         "CALL () { CALL () { "
         f"MATCH (e:Entity) WHERE e.key IN $g_keys AND {in_scope} RETURN e {aliases}}} "
         "WITH e ORDER BY e.created_at, e.seq, e.id WITH collect(e) AS found "
-        "WITH [k IN $g_keys | "
-        "[k, head([e IN found WHERE e.key = k OR k IN coalesce(e.alias_keys, [])]), 'exact', 1.0]] AS per_key "
+        "WITH [k IN $g_keys | [k, head([e IN found WHERE e.key = k OR k IN coalesce(e.alias_keys, [])])]] AS per_key "
         "RETURN reduce(acc = [], p IN per_key | CASE WHEN p[1] IS NULL OR size(acc) >= $g_max_seeds "
-        "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }",
-    ]
-    if q.max_fulltext > 0 and q.words:
-        params.update(g_words_query=f"{lucene_words(q.words, ('name', 'aliases_text'))} AND {scope_q}",
-                      g_words=list(q.words), g_stop=sorted(STOPWORDS), g_max_fulltext=int(q.max_fulltext),
-                      g_min_cover=float(q.min_cover))
-        cover = "toFloat(size([t IN x[1] WHERE t IN $g_words])) / size(x[1])"
-        parts += [
-            "CALL (g_linked) { "
-            "CALL db.index.fulltext.queryNodes('entity_link', $g_words_query, {limit: $g_link_pool}) YIELD node AS e "
-            f"WITH e, [n IN [e.key] + coalesce(e.alias_keys, []) | [n, [t IN split(n, ' ') WHERE NOT t IN $g_stop]]] "
-            "AS names "
-            f"WHERE {in_scope} AND NOT e IN [p IN g_linked | p[1]] AND NONE(n IN names WHERE n[0] IN $g_keys) "
-            f"WITH e, reduce(b = ['', 0.0], x IN names | CASE WHEN size(x[1]) > 0 AND {cover} > b[1] "
-            f"THEN [x[0], {cover}] ELSE b END) AS best "
-            "WITH e, best WHERE best[1] >= $g_min_cover ORDER BY best[1] DESC, e.created_at, e.seq, e.id "
-            "WITH collect([best[0], e, 'fulltext', best[1]]) AS found "
-            "RETURN g_linked + reduce(acc = [], p IN found | CASE WHEN size(acc) >= $g_max_fulltext "
-            "OR p[0] IN [y IN acc | y[0]] THEN acc ELSE acc + [p] END) AS g_all }",
-            f"WITH {keep}g_seed_mids, g_skip, g_all AS g_linked",
-        ]
-    if q.max_vector > 0 and q.mentions and q.mention_vectors is not None:
-        params.update(g_mentions=list(q.mentions), g_mention_vecs=[list(map(float, v)) for v in q.mention_vectors],
-                      g_max_vector=int(q.max_vector), g_min_sim=float(q.min_similarity),
-                      g_vexact=VECTOR_LINK_EXACT_MAX, g_vprobe=VECTOR_LINK_EXACT_MAX + 1)
-        scan = f"MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE {in_scope}"
-        nearest = "RETURN e, s ORDER BY s DESC, e.created_at, e.seq, e.id LIMIT 1"
-        parts += [
-            # per mention no key or partial name took, the nearest entity in scope (oldest on a tie):
-            # exact over a small scope, as SQLite always is; else through the index, cut to the scope
-            f"CALL (g_linked) {{ CALL () {{ {scan} WITH e LIMIT $g_vprobe RETURN count(e) <= $g_vexact AS small }} "
-            "CALL (g_linked, small) { UNWIND range(0, size($g_mentions) - 1) AS i "
-            "WITH i, small WHERE NOT $g_mentions[i] IN [p IN g_linked | p[0]] "
-            f"CALL (i, small) {{ WITH i WHERE small {scan} AND e.embedding IS NOT NULL "
-            f"WITH e, 2 * vector.similarity.cosine(e.embedding, $g_mention_vecs[i]) - 1 AS s {nearest} "
-            "UNION ALL WITH i WHERE NOT small "
-            "CALL db.index.vector.queryNodes('entity_embedding', $g_link_pool, $g_mention_vecs[i]) "
-            f"YIELD node AS e, score WITH e, 2 * score - 1 AS s WHERE {in_scope} {nearest} }} "
-            "WITH i, e, s WHERE s >= $g_min_sim RETURN i, e, s } "
-            "WITH i, e, s ORDER BY i WITH collect([$g_mentions[i], e, 'vector', s]) AS found "
-            "RETURN g_linked + reduce(acc = [], p IN found | CASE WHEN size(acc) >= $g_max_vector "
-            "OR p[1] IN [y IN g_linked | y[1]] + [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_all }",
-            f"WITH {keep}g_seed_mids, g_skip, g_all AS g_linked",
-        ]
-    return parts
+        "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }"
+    )
 
 
 def neighbourhood_cypher(
@@ -1048,7 +1001,7 @@ def neighbourhood_cypher(
     state = f"{keep}g_skip, g_linked, g_seed_pairs"
     in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x")}
     parts = [f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
-             *_linking_cypher(scope, q, params, in_scope["e"], keep)]
+             _linking_cypher(q, params, in_scope["e"], lucene_scope(scope))]
     parts += [
         # The entities the seed memories mention (every pair is a mention of the result).
         "CALL (g_seed_mids) { UNWIND g_seed_mids AS mid "
@@ -1100,7 +1053,7 @@ def neighbourhood_cypher(
         "UNWIND [y IN g_ents | y.mids] + g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid "
         f"WITH DISTINCT mid WHERE NOT mid IN g_skip MATCH (m:Memory {{id: mid}}) WHERE {records_where} "
         f"RETURN collect({record_proj}) AS g_recs }}",
-        f"WITH {keep}[p IN g_linked | [p[0], p[1].id, p[2], p[3]]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
+        f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
     ]
     return " ".join(parts)
 
@@ -1108,9 +1061,8 @@ def neighbourhood_cypher(
 def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
     """The :class:`Subgraph` of a row with :data:`SUBGRAPH_COLUMNS` (records left to the caller, raw)."""
     sub = Subgraph()
-    for key, eid, how, score in row["g_linked"]:
+    for key, eid in row["g_linked"]:
         sub.linked[key] = eid
-        sub.link_how[eid] = (how, float(score))
     pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
     sub.seeds = sorted({eid for _, eid in pairs})
     for item in row["g_ents"]:

@@ -34,7 +34,7 @@ def _sqlite(config: MemoryConfig) -> Store:
 def _neo4j(config: MemoryConfig) -> Store:
     from .neo4j import Neo4jStore
 
-    return Neo4jStore(config.store, config.search)
+    return Neo4jStore(config.store)
 
 
 _factories: dict[str, StoreFactory] = {"sqlite": _sqlite, "neo4j": _neo4j}

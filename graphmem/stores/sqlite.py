@@ -655,7 +655,7 @@ class SQLiteStore(Store):
         self, conn: sqlite3.Connection, scope: Scope, query: GraphQuery, seed_memories: Sequence[str],
         flt: Filter | None,
     ) -> Subgraph:
-        sub = graph.neighbourhood(conn, scope, query, seed_memories, self._entity_vectors)
+        sub = graph.neighbourhood(conn, scope, query, seed_memories)
         ids = sorted({m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids})
         where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)

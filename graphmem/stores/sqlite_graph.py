@@ -22,7 +22,6 @@ from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
 from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
-from .text import STOPWORDS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -319,7 +318,7 @@ def find_entities(
     out: dict[str, Entity] = {}
     rows = conn.execute(
         # CROSS JOIN keeps this order: seek the keys, then their entities (the planner otherwise
-        # walks the scope's entities and probes every key for each: 30 ms for 90 keys, 1k entities)
+        # walks the scope's entities and probes every key for each, which grows with the scope)
         f"SELECT k.key, e.* FROM entity_keys k CROSS JOIN entities e ON e.id = k.entity_id "
         f"WHERE k.key IN ({_marks(len(keys))}) AND {where} ORDER BY e.rowid", [*keys, *params],
     ).fetchall()
@@ -338,21 +337,19 @@ class EntityVectors:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._scopes: dict[tuple[bool | str | None, ...], tuple[int, int, Any, list[int]]] = {}
+        self._scopes: dict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = {}
 
-    def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any, *, read: bool = False
-                ) -> list[tuple[Entity, float] | None]:
-        """Exact cosine against the scope's entity name embeddings, best per query row (ties: the
-        oldest). ``read``: the read scope (narrower scopes included, as search reads), not the exact one."""
+    def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
+        """Exact cosine against the exact scope's entity name embeddings, best per query row (ties: the oldest)."""
         queries = np.asarray(vectors, dtype=np.float32)
         queries = queries.reshape(-1, queries.shape[-1])
-        where, params = scope_sql(scope, alias="e", indexed=False) if read else exact_scope_sql(scope, alias="e")
+        where, params = exact_scope_sql(scope, alias="e")
         have = "e.embedding IS NOT NULL"
         top, count = conn.execute(f"SELECT max(e.rowid), count(*) FROM entities e WHERE {where} AND {have}",
                                   params).fetchone()
         if not count:
             return [None] * len(queries)
-        key = (read, scope.user_id, scope.agent_id, scope.run_id)
+        key = (scope.user_id, scope.agent_id, scope.run_id)
         with self.lock:
             seen, n, matrix, rowids = self._scopes.get(key, (0, 0, np.zeros((0, queries.shape[1]), np.float32), []))
             rows = conn.execute(f"SELECT e.rowid, e.embedding FROM entities e WHERE {where} AND {have} "
@@ -377,71 +374,8 @@ class EntityVectors:
         return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
 
 
-def name_cover(key: str, words: set[str]) -> float:
-    """Share of the content words of a normalized name (split at spaces, stopwords left out) that
-    are in ``words``; 0 for a name of stopwords only. Neo4j computes the same in Cypher."""
-    tokens = [t for t in key.split(" ") if t not in STOPWORDS]
-    return sum(1 for t in tokens if t in words) / len(tokens) if tokens else 0.0
-
-
-def _link_partial(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, out: Subgraph) -> None:
-    """Partial-name links (see :attr:`GraphQuery.max_fulltext`), through ``entities_fts``."""
-    where, params = scope_sql(scope, alias="e", indexed=False)
-    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in q.words)
-    rows = conn.execute(
-        # the scope is applied before the pool is cut, as Neo4j's index query carries it
-        f"SELECT e.* FROM entities_fts f CROSS JOIN entities e ON e.rowid = f.rowid "
-        f"WHERE entities_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?", [match, *params, q.link_pool],
-    ).fetchall()
-    words, keys, taken = set(q.words), set(q.keys), set(out.linked.values())
-    found: list[tuple[float, int, str, Entity]] = []
-    for row in rows:
-        e = _entity(row)
-        names = [norm_name(e.name), *(norm_name(a) for a in e.aliases)]
-        if e.id in taken or any(n in keys for n in names):
-            continue
-        best, cover = "", 0.0
-        for name in names:
-            c = name_cover(name, words)
-            if c > cover:
-                best, cover = name, c
-        if cover >= q.min_cover:
-            found.append((-cover, int(row["rowid"]), best, e))
-    n = 0
-    for neg, _, name, e in sorted(found, key=lambda f: (f[0], f[1])):
-        if n >= q.max_fulltext:
-            break
-        if name in out.linked:
-            continue
-        out.linked[name] = e.id
-        out.link_how[e.id] = ("fulltext", -neg)
-        out.entities[e.id] = e
-        n += 1
-
-
-def _link_vector(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, out: Subgraph, vectors: EntityVectors) -> None:
-    """Vector links (see :attr:`GraphQuery.mentions`): the nearest entity of the read scope per mention."""
-    todo = [i for i, key in enumerate(q.mentions) if key not in out.linked]
-    if not todo or q.mention_vectors is None:
-        return
-    nearest = vectors.similar(conn, scope, np.asarray(q.mention_vectors)[todo], read=True)
-    n = 0
-    for i, hit in zip(todo, nearest, strict=True):
-        if n >= q.max_vector:
-            break
-        if hit is None or hit[1] < q.min_similarity or hit[0].id in out.link_how:
-            continue
-        e, cosine = hit
-        out.linked[q.mentions[i]] = e.id
-        out.link_how[e.id] = ("vector", cosine)
-        out.entities[e.id] = e
-        n += 1
-
-
-def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str],
-                  vectors: EntityVectors) -> Subgraph:
-    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction
-    (``vectors``: the store's cache of entity embeddings, for vector links)."""
+def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str]) -> Subgraph:
+    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction."""
     out = Subgraph()
     where, params = scope_sql(scope, alias="e", indexed=False)
     linked = find_entities(conn, scope, list(q.keys), exact=False) if q.keys else {}
@@ -449,12 +383,7 @@ def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_me
         e = linked.get(key)
         if e is not None and e.id not in out.linked.values() and len(out.linked) < q.max_seeds:
             out.linked[key] = e.id
-            out.link_how[e.id] = ("exact", 1.0)
             out.entities[e.id] = e
-    if q.max_fulltext > 0 and q.words:
-        _link_partial(conn, scope, q, out)
-    if q.max_vector > 0 and q.mentions:
-        _link_vector(conn, scope, q, out, vectors)
     if seed_memories:
         ids = list(dict.fromkeys(seed_memories))
         pairs = conn.execute(
