@@ -17,6 +17,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "graphmem", "ontology", "shapes")
 
@@ -35,6 +37,7 @@ print(json.dumps({"package": graphmem.__file__, "ontology": [str(p) for p in ont
 """
 
 
+@pytest.mark.slow
 def test_wheel_carries_the_default_ontology_and_shapes(tmp_path: Path) -> None:
     src, wheels, target, work = tmp_path / "src", tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
     work.mkdir()
