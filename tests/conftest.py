@@ -2,7 +2,8 @@
 
 Neo4j comes from ``NEO4J_URI`` (``make test`` starts the bundled launcher and exports it). When no
 server answers, Neo4j tests skip on a laptop but fail under ``CI=true``: CI must never go green
-without having run them.
+without having run them. Every test that talks to Neo4j carries the ``neo4j`` marker (the backend's
+parameter, or any test asking for ``neo4j_available``), so ``-m "not neo4j"`` needs no server at all.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ NEO4J_URI = os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687")
 NEO4J_USER = os.environ.get("NEO4J_USER", "neo4j")
 NEO4J_PASSWORD = os.environ.get("NEO4J_PASSWORD", "graphmem-test")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-BACKENDS = ["sqlite", "neo4j"]
+BACKENDS = ["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 
 
 def neo4j_config() -> dict[str, Any]:
@@ -54,6 +55,13 @@ def neo4j_available() -> bool:
         if IN_CI:
             pytest.fail(f"CI=true but no Neo4j answers at {NEO4J_URI}: {exc}", pytrace=False)
         return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "neo4j_available" in getattr(item, "fixturenames", ()) and item.get_closest_marker("neo4j") is None:
+            item.add_marker(pytest.mark.neo4j)
 
 
 def make_config(backend: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:

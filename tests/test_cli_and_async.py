@@ -1,4 +1,9 @@
-"""The CLI (run as a real subprocess) and AsyncMemory do the same operations as Memory."""
+"""The CLI and AsyncMemory do the same operations as Memory.
+
+The commands run in-process through Typer's test runner; one test runs the installed ``graphmem``
+program (and ``python -m graphmem``) as a real subprocess, for what only a process shows: the entry
+point, exit codes and the split of stdout and stderr.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +12,51 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from graphmem import AsyncMemory, NotFoundError
+from graphmem.cli import app
+
+PROGRAM = Path(sys.executable).with_name("graphmem")  # the console script `pip install` puts beside python
 
 
-def cli(tmp_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing"}
-    proc = subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(tmp_path: Path, *args: str, check: bool = True) -> Ran:
+    env = {"GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing", "COLUMNS": "250"}
+    result = CliRunner().invoke(app, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    ran = Ran(result.exit_code, result.stdout, result.stderr)
     if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+        assert ran.returncode == 0, ran.stderr
+    return ran
+
+
+@pytest.mark.slow
+def test_the_installed_program_runs(tmp_path: Path) -> None:
+    assert PROGRAM.is_file(), f"{PROGRAM} is missing: install the package (`make venv`)"
+    env = {**os.environ, "GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+    added = run(str(PROGRAM), "add", "I play the cello on Sundays", "-u", "ann", "--no-infer")
+    assert added.returncode == 0, added.stderr
+    mid = json.loads(added.stdout)["results"][0]["id"]
+    denied = run(str(PROGRAM), "get", mid, "-u", "bob")  # a typed error: exit 2, its name on stderr only
+    assert denied.returncode == 2 and "NotFoundError" in denied.stderr and not denied.stdout
+    refused = run(sys.executable, "-m", "graphmem", "reset")  # the module entry point; reset needs --yes
+    assert refused.returncode == 2 and "--yes" in refused.stderr
 
 
 def test_cli_mirrors_the_api(tmp_path: Path) -> None:

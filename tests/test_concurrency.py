@@ -49,6 +49,7 @@ def memory(backend: str, tmp_path: Path, **extra: Any) -> Memory:
     return Memory(MemoryConfig.load(make_config(backend, tmp_path, **extra)), embedder=HashingEmbedder(384))
 
 
+@pytest.mark.slow
 def test_racing_writers_keep_every_identity_and_the_guard(backend: str, tmp_path: Path, uid: str) -> None:
     """8 threads per round, each scenario twice: one entity per name, one memory per text, one open
     value of a functional property and of a max-count-1 property, and the store's own facts pass
@@ -61,6 +62,7 @@ def test_racing_writers_keep_every_identity_and_the_guard(backend: str, tmp_path
     assert got["dry_run_invalid"] == 0
 
 
+@pytest.mark.slow
 def test_racing_processes_on_one_sqlite_file(tmp_path: Path) -> None:
     """4 processes x 2 threads on one file (each process its own Memory, as separate workers are)."""
     got = race.run_processes(tmp_path, processes=4, rounds=1)
@@ -167,6 +169,7 @@ def _dangling(m: Memory, scope: Scope) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_soak_writers_and_readers(backend: str, tmp_path: Path, uid: str) -> None:
     """4 writers (add with facts about a few shared people, update, delete) and 2 readers (search,

@@ -375,6 +375,7 @@ def test_the_test_server_refuses_file_urls(neo4j_available: bool, tmp_path: Path
 @pytest.mark.skipif(not (IN_CI or os.environ.get("GRAPHMEM_SHUTDOWN_TEST")),
                     reason="starts and stops a Neo4j of its own (30-70 s): runs under CI=true or "
                            "GRAPHMEM_SHUTDOWN_TEST=1")
+@pytest.mark.slow
 def test_clean_shutdown_mid_write_is_store_unavailable(neo4j_available: bool, tmp_path: Path) -> None:
     """A second bundled launcher of this test's own, stopped (SIGTERM: a clean shutdown) while a
     long write and an add run: Neo4j answers both transactions with ``DatabaseUnavailable``, which

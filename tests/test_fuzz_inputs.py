@@ -508,6 +508,7 @@ def _check(method: str, backends: list[Backend], kwargs: dict[str, Any]) -> None
 
 
 def _fuzz(method: str) -> Callable[..., None]:
+    @pytest.mark.slow
     @FUZZ_SETTINGS
     @given(kwargs=STRATEGIES[method])
     def test(backends: list[Backend], kwargs: dict[str, Any]) -> None:

@@ -4,10 +4,14 @@ entry point: the runner behind ``graphmem ontology test`` (no ontology merged, a
 The suites ship in pySHACL's source distribution; ``tools/fetch-shacl-tests.sh`` puts them in
 ``.cache/shacl-tests/``. When they are missing, a laptop run fetches them (and skips if that fails,
 e.g. offline); under ``CI=true`` the module fails instead, so CI never goes green without them.
+The check, and any fetch, happen once per session (``_ensure_suite`` is cached; the ``shacl_suite``
+fixture is session-scoped), and the fetch script holds a lock, so parallel sessions download once.
+The whole module is ``slow``: a conformance suite of some two hundred cases.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
@@ -26,14 +30,17 @@ FETCH = ROOT / "tools" / "fetch-shacl-tests.sh"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 SUITE = Path(os.environ.get("SHACL_TESTS_CACHE", ROOT / ".cache" / "shacl-tests")) / f"pyshacl-{version('pyshacl')}"
 
+pytestmark = pytest.mark.slow
+
 KNOWN_FAILURES = {
     "sparql/pre-binding/shapesGraph-001": "pySHACL does not support $shapesGraph in SPARQL constraints; pySHACL's "
                                           "own suite lists this case as its one allowed failure",
 }
 
 
+@functools.cache
 def _ensure_suite() -> str:
-    """Empty when the suite is there; else why not."""
+    """Empty when the suite is there; else why not. Cached: a session fetches at most once."""
     if (SUITE / "sht_tests" / "manifest.ttl").is_file():
         return ""
     if IN_CI:
@@ -47,9 +54,25 @@ def _ensure_suite() -> str:
     return ""
 
 
-MISSING = _ensure_suite()
-W3C_CASES: list[Case] = [] if MISSING else load_cases([SUITE / "sht_tests" / "manifest.ttl"])
-DASH_CASES: list[Case] = [] if MISSING else load_cases(sorted((SUITE / "dash_tests" / "core").rglob("*.test.ttl")))
+@functools.cache
+def _cases(base: str) -> list[Case]:
+    """The cases of one suite, read once; none when the suite is missing (``shacl_suite`` says why)."""
+    if _ensure_suite():
+        return []
+    if base == "sht_tests":
+        return load_cases([SUITE / "sht_tests" / "manifest.ttl"])
+    return load_cases(sorted((SUITE / "dash_tests" / "core").rglob("*.test.ttl")))
+
+
+@pytest.fixture(scope="session")
+def shacl_suite() -> Path:
+    """The suite's folder: fails under CI, skips elsewhere, when it could not be had."""
+    missing = _ensure_suite()
+    if missing:
+        (pytest.fail if IN_CI else pytest.skip)(missing)
+    return SUITE
+
+
 _SHAPES: dict[Path, ShapesGraph] = {}
 
 
@@ -72,32 +95,29 @@ def _quiet_pyshacl() -> None:
     logging.getLogger("graphmem.ontology.shacl").setLevel(logging.ERROR)
 
 
-def test_suites_are_present() -> None:
-    if MISSING:
-        (pytest.fail if IN_CI else pytest.skip)(MISSING)
+def test_suites_are_present(shacl_suite: Path) -> None:
+    w3c, dash = _cases("sht_tests"), _cases("dash_tests")
     # pySHACL 0.40 ships 121 W3C cases (core + SPARQL) and 85 DASH core cases; a much smaller number
     # means a manifest was not read.
-    assert len(W3C_CASES) >= 120 and len(DASH_CASES) >= 80
-    assert all(_case_name(c, "sht_tests") for c in W3C_CASES)
-    assert set(KNOWN_FAILURES) <= {_case_name(c, "sht_tests") for c in W3C_CASES}
+    assert len(w3c) >= 120 and len(dash) >= 80
+    assert all(_case_name(c, "sht_tests") for c in w3c)
+    assert set(KNOWN_FAILURES) <= {_case_name(c, "sht_tests") for c in w3c}
 
 
-@pytest.mark.parametrize("case", _params(W3C_CASES, "sht_tests"))
-def test_w3c_case(case: Case) -> None:
+@pytest.mark.parametrize("case", _params(_cases("sht_tests"), "sht_tests"))
+def test_w3c_case(shacl_suite: Path, case: Case) -> None:
     result = run_case(case, cache=_SHAPES)
     assert result.passed, result.to_dict()
 
 
-@pytest.mark.parametrize("case", _params(DASH_CASES, "dash_tests"))
-def test_dash_core_case(case: Case) -> None:
+@pytest.mark.parametrize("case", _params(_cases("dash_tests"), "dash_tests"))
+def test_dash_core_case(shacl_suite: Path, case: Case) -> None:
     result = run_case(case, cache=_SHAPES)
     assert result.passed, result.to_dict()
 
 
-def test_cli_runs_the_core_suite() -> None:
-    if MISSING:
-        (pytest.fail if IN_CI else pytest.skip)(MISSING)
-    result = CliRunner().invoke(ontology_app, ["test", "--no-merge-ontology", str(SUITE / "sht_tests" / "core")],
+def test_cli_runs_the_core_suite(shacl_suite: Path) -> None:
+    result = CliRunner().invoke(ontology_app, ["test", "--no-merge-ontology", str(shacl_suite / "sht_tests" / "core")],
                                 env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "0 failed" in result.output

@@ -71,6 +71,7 @@ def plain_env(target: Path, tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_wheel_carries_the_default_ontology_and_shapes(installed: Path, tmp_path: Path) -> None:
     target, work = installed, tmp_path / "work"
     work.mkdir()
@@ -86,6 +87,7 @@ def test_wheel_carries_the_default_ontology_and_shapes(installed: Path, tmp_path
     assert got["rejected"] == 1
 
 
+@pytest.mark.slow
 def test_ontology_test_runs_the_shipped_example_cases(installed: Path, tmp_path: Path) -> None:
     script = installed / "bin" / "graphmem"
     assert script.is_file(), "the wheel's console script was not installed"

@@ -188,6 +188,7 @@ def test_reranker_reorders_the_head(backend: str, tmp_path: Any, uid: str) -> No
         mem.close()
 
 
+@pytest.mark.slow
 def test_missing_cross_encoder_is_a_config_error(mem: Memory, uid: str) -> None:
     from graphmem.errors import ConfigError
 

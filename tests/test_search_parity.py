@@ -281,6 +281,7 @@ def search_config(opts: dict[str, Any], **kw: Any) -> SearchConfig:
     return SearchConfig(graph=graph_config(opts), **kw)
 
 
+@pytest.mark.slow
 def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> None:
     lite, neo = worlds
     assert isinstance(neo.mem.store, Neo4jStore)
@@ -331,6 +332,7 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
     assert reached_hub
 
 
+@pytest.mark.slow
 def test_walk_caps(worlds: tuple[World, World]) -> None:
     """max_facts and max_frontier cut as GraphQuery says, on each backend (not only alike)."""
     for w in worlds:
@@ -384,6 +386,7 @@ def check_caps(w: World) -> None:
     assert 0 < len(beyond) <= 4 and set(deep.entities) == set(cut.entities) | beyond
 
 
+@pytest.mark.slow
 def test_as_of_and_depth_change_the_subgraph(worlds: tuple[World, World]) -> None:
     """The cases above are not vacuous: as_of and depth do change what is fetched."""
     _, neo = worlds
@@ -405,6 +408,7 @@ def test_as_of_and_depth_change_the_subgraph(worlds: tuple[World, World]) -> Non
     assert filtered.records and all(r.metadata.get("topic") == "work" for r in filtered.records.values())
 
 
+@pytest.mark.slow
 def test_memory_search_ranks_alike(worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch) -> None:
     lite, neo = worlds
     for text, opts in QUERIES:
@@ -431,6 +435,7 @@ def test_memory_search_ranks_alike(worlds: tuple[World, World], monkeypatch: pyt
     assert graph_hits
 
 
+@pytest.mark.slow
 def test_scope_never_crossed(worlds: tuple[World, World]) -> None:
     lite, neo = worlds
     for w in (lite, neo):
@@ -467,6 +472,7 @@ def test_no_signal(worlds: tuple[World, World]) -> None:
     assert sub_shape(got[0][1]) == sub_shape(Store.search(neo.mem.store, scope, None, None, None, 40, gq)[1])
 
 
+@pytest.mark.slow
 def test_cut_short_hits(worlds: tuple[World, World], monkeypatch: pytest.MonkeyPatch) -> None:
     """When the indexes cut the hits short, fallbacks add round trips but change nothing else.
 

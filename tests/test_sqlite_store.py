@@ -24,6 +24,7 @@ def _writer(path: str, worker: int, n: int) -> None:
                 m.search(f"fact {i}", user_id="shared")
 
 
+@pytest.mark.slow
 def test_several_processes_write_one_file_without_lock_errors(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     with Memory(_config(db)) as m:  # create the schema, and keep a reader open during the writes

@@ -275,6 +275,7 @@ def test_failed_batch_writes_nothing(mem: Memory, uid: str) -> None:
     assert mem.store.history(batch[0].record.id, Scope(user_id=uid)) == []
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
     errors: list[BaseException] = []
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch the W3C SHACL test suite (and the DASH core test cases) as shipped in pySHACL's source
 # distribution, for the installed pySHACL version, into .cache/shacl-tests/pyshacl-<version>/.
-# Idempotent and fast when the files are already there. Prints the folder holding sht_tests/.
+# Idempotent and fast when the files are already there; concurrent runs download once. Prints the folder holding sht_tests/.
 #
 #   tools/fetch-shacl-tests.sh            # uses .venv/bin/python (or $PYTHON)
 #   PIP_INDEX_URL=… tools/fetch-shacl-tests.sh   # pip's usual settings apply
@@ -19,6 +19,16 @@ if [ -f "$TARGET/sht_tests/manifest.ttl" ] && [ -d "$TARGET/dash_tests/core" ]; 
 fi
 
 mkdir -p "$CACHE"
+# One download at a time: a second run (another test session, a parallel worker) waits for the
+# first and then finds the files there.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$CACHE/.fetch.lock"
+    flock 9
+    if [ -f "$TARGET/sht_tests/manifest.ttl" ] && [ -d "$TARGET/dash_tests/core" ]; then
+        echo "$TARGET"
+        exit 0
+    fi
+fi
 WORK="$(mktemp -d "$CACHE/.fetch.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
