@@ -267,6 +267,13 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+def same_hits(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    """The same memories in the same order with the same scores, up to float noise: two statements
+    may read an index between Lucene segment merges, which moves a BM25 score in the 6th digit."""
+    return [i for i, _ in a] == [i for i, _ in b] and all(
+        x == pytest.approx(y, rel=1e-5, abs=1e-6) for (_, x), (_, y) in zip(a, b, strict=True))
+
+
 def graph_config(opts: dict[str, Any]) -> GraphSearchConfig:
     """The walk of a :data:`QUERIES` entry; the defaults otherwise (frontier and facts included)."""
     base = GraphSearchConfig()
@@ -299,7 +306,7 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
         where = f"query {text!r} {opts}"
         assert one_c.round_trips == 1, where
         assert two_c.round_trips == 2, where
-        assert one_c.vector == two_c.vector and one_c.fulltext == two_c.fulltext, where
+        assert same_hits(one_c.vector, two_c.vector) and same_hits(one_c.fulltext, two_c.fulltext), where
         assert cands_shape(one_c) == cands_shape(sql_c), where
         assert sub_shape(one_s) == sub_shape(two_s), where
         assert sub_shape(one_s) == sub_shape(sql_s), where
