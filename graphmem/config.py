@@ -118,11 +118,10 @@ class StoreConfig(_Section):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, name: str) -> str:
-        from .stores.registry import providers
+        from .stores.registry import is_provider, providers
 
-        known = providers()
-        if name not in known:
-            raise ValueError(f"no store provider {name!r}; available: {', '.join(known)}")
+        if not is_provider(name):
+            raise ValueError(f"no store provider {name!r}; available: {', '.join(providers())}")
         return name
 
     @model_validator(mode="after")

@@ -61,6 +61,15 @@ def providers() -> list[str]:
     return sorted(names | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
+def is_provider(name: str) -> bool:
+    """Whether ``name`` builds a store; entry points are scanned only for a name not registered,
+    so loading a configuration of a built-in backend reads no package metadata."""
+    with _lock:
+        if name in _factories:
+            return True
+    return any(ep.name == name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
 def create_store(config: MemoryConfig) -> Store:
     """The store ``config.store.provider`` names, not yet opened."""
     name = config.store.provider
