@@ -1,7 +1,7 @@
 """Concurrent writers and readers on both backends: the result equals some serial order of the writes.
 
 The races come from ``bench/race.py`` (writers released together by a barrier); the soak runs writers
-and readers side by side for ``GRAPHMEM_SOAK_SECONDS`` (default 30 per backend) and then checks that
+and readers side by side for ``GRAPHMEM_SOAK_SECONDS`` (default 15 per backend) and then checks that
 nothing acknowledged was lost and that the graph has no duplicate, orphan or dangling part.
 """
 
@@ -24,7 +24,7 @@ from graphmem.models import Scope, norm_name
 from tests.conftest import make_config
 
 GM = "https://graphmem.dev/ontology#"
-SOAK_SECONDS = float(os.environ.get("GRAPHMEM_SOAK_SECONDS", "30"))
+SOAK_SECONDS = float(os.environ.get("GRAPHMEM_SOAK_SECONDS", "15"))
 
 
 def run_threads(work: list[tuple[Any, int]]) -> list[BaseException]:
