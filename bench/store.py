@@ -33,7 +33,7 @@ import numpy as np
 from graphmem.config import MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import EventType, HistoryEvent, MemoryRecord, Scope, text_hash
-from graphmem.search import fuse
+from graphmem.search import Fusion
 from graphmem.stores.base import NewMemory, Store
 
 WORDS = """
@@ -131,7 +131,7 @@ def run_backend(backend: str, args: argparse.Namespace, texts: list[str], vector
         for q, v in zip(queries, qvecs, strict=True):
             t0 = time.perf_counter()
             c = store.candidates(scope, None, v, q, k)
-            fuse({"vector": c.vector, "fulltext": c.fulltext}, search_cfg)
+            Fusion({"vector": c.vector, "fulltext": c.fulltext}, search_cfg).ranked()
             lat.append((time.perf_counter() - t0) * 1000)
             trips.append(c.round_trips)
         flt_lat = []

@@ -147,4 +147,4 @@ def test_stores_take_their_own_section_only() -> None:
 
     for module in (neo4j, sqlite):
         assert "SearchConfig" not in inspect.getsource(module)
-    assert list(inspect.signature(neo4j.Neo4jStore).parameters) == ["config", "two_calls"]
+    assert list(inspect.signature(neo4j.Neo4jStore).parameters) == ["config"]

@@ -1,6 +1,6 @@
 """Ranking: fusing per-signal candidates into one ordered result list."""
 
-from .fusion import Fused, Fusion, fuse
+from .fusion import Fusion
 from .graph import GraphResult, graph_candidates
 
-__all__ = ["Fused", "Fusion", "GraphResult", "fuse", "graph_candidates"]
+__all__ = ["Fusion", "GraphResult", "graph_candidates"]

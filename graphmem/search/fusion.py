@@ -8,17 +8,9 @@ query's candidates), then combined by a weighted sum.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import SearchConfig
-
-
-@dataclass
-class Fused:
-    id: str
-    score: float
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def _normalize(signal: str, hits: list[tuple[str, float]], cfg: SearchConfig) -> dict[str, float]:
@@ -74,10 +66,3 @@ class Fusion:
                 out[signal] = {"raw": hits[rank - 1][1], "normalized": self._norms[signal][mid], "rank": rank,
                                "contribution": self._part(signal, mid)}
         return out
-
-
-def fuse(signals: dict[str, list[tuple[str, float]]], cfg: SearchConfig, *, details: bool = True) -> list[Fused]:
-    """Combine ranked per-signal hits (best first) into one list, best first, ties by id.
-    ``details=False`` skips the per-signal breakdown (for scores only)."""
-    fusion = Fusion(signals, cfg)
-    return [Fused(mid, score, fusion.details(mid) if details else {}) for mid, score in fusion.ranked()]

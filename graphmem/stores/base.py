@@ -465,7 +465,7 @@ class Store(ABC):
         """Run a read-only Cypher query for an analyst. Only graph databases have it."""
         raise UnsupportedError(
             f"Cypher queries need the Neo4j store; this store is {type(self).__name__} "
-            "(use get_all/search, or `graphmem migrate` to move the data into Neo4j)"
+            "(use get_all/search, or set store.provider='neo4j' for a store analysts can query)"
         )
 
     @abstractmethod

@@ -199,10 +199,6 @@ _SIM: Final = "2 * vector.similarity.cosine(m.embedding, $vec) - 1"
 """Exact cosine of ``m`` with the query (``Candidates.similarity``), for memories that are not vector hits."""
 _HISTORY_PROJ: Final = graph.projection("h", _HISTORY_FIELDS, ("created_at",))
 
-_VECTOR_WRITE_PROC: Final = True
-"""Store embeddings with ``db.create.setNodeVectorProperty`` (float32, half the size of a float64
-list): inserts run about as fast either way, and the float32 array halves the store and page-cache
-footprint, so the procedure wins."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -558,7 +554,7 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 # --------------------------------------------------------------------------------------------------
 # Queries
 
-_INSERT_MEMORIES: Final = graph.merge_new("Memory", vector_proc=_VECTOR_WRITE_PROC)
+_INSERT_MEMORIES: Final = graph.merge_new("Memory")
 _INSERT_HISTORY: Final = """
 UNWIND $rows AS r
 CREATE (h:HistoryEvent)
@@ -659,11 +655,8 @@ class _CandidatePlan:
 class Neo4jStore(Store):
     """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
 
-    def __init__(self, config: StoreConfig, *, two_calls: bool = False) -> None:
-        """``two_calls``: ``search`` makes the base class's two calls (candidates, then neighbourhood)
-        instead of one query; slower, kept to debug the one-query path against it."""
+    def __init__(self, config: StoreConfig) -> None:
         self._cfg = config
-        self._two_calls = two_calls
         self._driver: Driver | None = None
         self._dims: int | None = None
         self._exact_index = False
@@ -1115,7 +1108,6 @@ class Neo4jStore(Store):
                 self._insert_rows(tx, memory_rows, event_rows)
                 return graph.write_graph(
                     tx, scope, change, batch=self._cfg.write_batch_size, vector=self.stored_vector,
-                    vector_proc=_VECTOR_WRITE_PROC,
                 )
 
         return self._write("write", work)
@@ -1166,10 +1158,8 @@ class Neo4jStore(Store):
             vector_clause = ""
         elif vec is None:
             vector_clause = "REMOVE m.embedding "
-        elif _VECTOR_WRITE_PROC:
-            vector_clause = "WITH m CALL db.create.setNodeVectorProperty(m, 'embedding', $vec) "
         else:
-            vector_clause = "SET m.embedding = $vec "
+            vector_clause = "WITH m CALL db.create.setNodeVectorProperty(m, 'embedding', $vec) "
         write_back = (
             "MATCH (m:Memory {id: $id}) SET m += $props " + vector_clause + "CREATE (h:HistoryEvent) SET h = $event"
         )
@@ -1234,7 +1224,7 @@ class Neo4jStore(Store):
                                                  self._cfg.write_batch_size, drop_orphans=False)
                     self._insert_rows(tx, *relink_rows)
                     graph.write_graph(tx, scope, relink, batch=self._cfg.write_batch_size,
-                                      vector=self.stored_vector, vector_proc=_VECTOR_WRITE_PROC)
+                                      vector=self.stored_vector)
                     graph.drop_orphans_of(tx, left, self._cfg.write_batch_size)
             return new
 
@@ -1617,7 +1607,8 @@ class Neo4jStore(Store):
         nothing waits on the client between the two; the records of graph memories that are also
         hits are not sent twice. Only when an index cut a signal short (see :meth:`candidates`) do
         more round trips follow, and if that changed the seeds the neighbourhood is read again.
-        ``two_calls=True`` (constructor) runs the two-call default instead, for debugging and parity.
+        The base class's two calls (candidates, then :meth:`neighbourhood`) are the oracle this is
+        tested against (``tests/test_search_parity.py``).
         """
         if graph_query is None:
             return self.candidates(scope, flt, vector, text, k), Subgraph()
@@ -1626,12 +1617,6 @@ class Neo4jStore(Store):
             return Candidates(round_trips=1), self.neighbourhood(scope, graph_query, (), flt)
         vec: list[float] | None = plan.params["vec"] if plan.vector else None
         n = int(graph_query.seed_memories)
-        if self._two_calls:
-            cands = self._finish_candidates(plan, self._single(
-                "search", " ".join(plan.parts) + " RETURN " + ", ".join(plan.columns), plan.params))
-            sub = self._neighbourhood(scope, graph_query, seed_ids(cands, n), flt, vec)
-            cands.round_trips += 1
-            return cands, sub
         params = plan.params
         params["g_seed_n"] = n
         params["g_seed_min"] = SEED_MIN_COSINE

@@ -437,7 +437,6 @@ class SQLiteStore(Store):
                     f"({meta.get('dims')} dims) but {embedder!r} ({dims} dims) is configured; "
                     "configure the same embedder, or use another store path"
                 )
-            graph.backfill_entity_fts(conn)  # stores from before the entity full-text table
             have = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
             if "access_count" not in have:  # stores from before access counts
                 conn.execute("ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")

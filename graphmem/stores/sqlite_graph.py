@@ -44,19 +44,11 @@ CREATE TABLE IF NOT EXISTS entity_keys (
     PRIMARY KEY (key, entity_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entity_keys_entity ON entity_keys (entity_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS entities_fts USING fts5(names, tokenize='unicode61 remove_diacritics 0');
-CREATE TRIGGER IF NOT EXISTS entities_fts_ai AFTER INSERT ON entities BEGIN
-    INSERT INTO entities_fts (rowid, names) VALUES (new.rowid, new.name || char(10) ||
-        (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(new.aliases)));
-END;
-CREATE TRIGGER IF NOT EXISTS entities_fts_ad AFTER DELETE ON entities BEGIN
-    DELETE FROM entities_fts WHERE rowid = old.rowid;
-END;
-CREATE TRIGGER IF NOT EXISTS entities_fts_au AFTER UPDATE OF name, aliases ON entities BEGIN
-    DELETE FROM entities_fts WHERE rowid = old.rowid;
-    INSERT INTO entities_fts (rowid, names) VALUES (new.rowid, new.name || char(10) ||
-        (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(new.aliases)));
-END;
+-- stores written by earlier versions kept an entity-name full-text table that no read used
+DROP TRIGGER IF EXISTS entities_fts_ai;
+DROP TRIGGER IF EXISTS entities_fts_ad;
+DROP TRIGGER IF EXISTS entities_fts_au;
+DROP TABLE IF EXISTS entities_fts;
 CREATE TABLE IF NOT EXISTS relations (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -92,19 +84,6 @@ CREATE TABLE IF NOT EXISTS quarantine (
 );
 CREATE INDEX IF NOT EXISTS quarantine_user ON quarantine (user_id, status);
 """
-
-_FTS_NAMES = "e.name || char(10) || (SELECT coalesce(group_concat(value, char(10)), '') FROM json_each(e.aliases))"
-
-
-def backfill_entity_fts(conn: sqlite3.Connection) -> None:
-    """Index the names and aliases of every entity in ``entities_fts`` once, for stores written before
-    the table existed (its triggers keep it in step from then on, whichever graphmem writes)."""
-    if conn.execute("SELECT 1 FROM meta WHERE key = 'entity_fts'").fetchone() is not None:
-        return
-    conn.execute("DELETE FROM entities_fts")
-    conn.execute(f"INSERT INTO entities_fts (rowid, names) SELECT e.rowid, {_FTS_NAMES} FROM entities e")
-    conn.execute("INSERT INTO meta (key, value) VALUES ('entity_fts', '1')")
-
 
 def backfill_name_keys(conn: sqlite3.Connection, scope_key: str) -> None:
     """Give entities of stores from before entity identity their normalized name (``name_key``, the
@@ -304,8 +283,7 @@ def delete_graph_scope(conn: sqlite3.Connection, scope: Scope) -> None:
 
 
 def reset_graph(conn: sqlite3.Connection) -> None:
-    for table in ("relation_support", "relations", "mentions", "entity_keys", "entities", "entities_fts",
-                  "quarantine"):
+    for table in ("relation_support", "relations", "mentions", "entity_keys", "entities", "quarantine"):
         conn.execute(f"DELETE FROM {table}")
 
 
