@@ -16,6 +16,7 @@ them identical on both backends.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
@@ -228,12 +229,17 @@ def sub_shape(sub: Subgraph) -> dict[str, Any]:
 
 
 def read(store: Store, scope: Scope, text: str, cfg: GraphSearchConfig, *, two_calls: bool = False,
-         filters: dict[str, Any] | None = None, as_of: datetime | None = None, k: int = 40,
+         walk: bool = False, filters: dict[str, Any] | None = None, as_of: datetime | None = None, k: int = 40,
          ) -> tuple[Candidates, Subgraph]:
-    """The store's search as ``Memory.search`` asks it."""
+    """The store's search as ``Memory.search`` asks it; ``two_calls``: the base class's candidates then
+    neighbourhood; ``walk``: candidates then the backend-neutral walk over the store's primitive reads."""
     vector = EMBEDDER.embed_one(text)
     gq = graph_query(text, cfg, as_of)
     flt = parse_filters(filters) if filters else None
+    if walk:
+        cands = store.candidates(scope, flt, vector, text, k)
+        gq = dataclasses.replace(gq, vector=vector)
+        return cands, Store.neighbourhood(store, scope, gq, seed_ids(cands, gq.seed_memories), flt)
     run = Store.search if two_calls else type(store).search
     return run(store, scope, flt, vector, text, k, gq)
 
@@ -289,7 +295,7 @@ def search_config(opts: dict[str, Any], **kw: Any) -> SearchConfig:
 
 
 @pytest.mark.slow
-def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> None:
+def test_one_query_matches_two_calls_the_walk_and_sqlite(worlds: tuple[World, World]) -> None:
     lite, neo = worlds
     assert isinstance(neo.mem.store, Neo4jStore)
     scope = Scope(user_id=neo.uid)
@@ -303,6 +309,7 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
         one_c, one_s = read(neo.mem.store, scope, text, cfg, **kw)
         two_c, two_s = read(neo.mem.store, scope, text, cfg, two_calls=True, **kw)
         sql_c, sql_s = read(lite.mem.store, scope, text, cfg, **kw)
+        _, walk_s = read(neo.mem.store, scope, text, cfg, walk=True, **kw)  # the walk over Neo4j's reads
         where = f"query {text!r} {opts}"
         assert one_c.round_trips == 1, where
         assert two_c.round_trips == 2, where
@@ -310,12 +317,15 @@ def test_one_query_matches_two_calls_and_sqlite(worlds: tuple[World, World]) -> 
         assert cands_shape(one_c) == cands_shape(sql_c), where
         assert sub_shape(one_s) == sub_shape(two_s), where
         assert sub_shape(one_s) == sub_shape(sql_s), where
+        assert sub_shape(one_s) == sub_shape(walk_s), where
         # every memory returned carries its exact cosine, full-text and graph-only ones included
         sims = [{**s.similarity, **c.similarity} for c, s in ((one_c, one_s), (two_c, two_s), (sql_c, sql_s))]
         assert set(sims[0]) == set(one_c.records) | set(one_s.records), where
         for other in sims[1:]:
             assert set(other) == set(sims[0]), where
             assert all(other[i] == pytest.approx(sims[0][i], abs=1e-5) for i in other), where
+        assert walk_s.similarity.keys() == set(walk_s.records), where  # the walk read them with the vector
+        assert all(walk_s.similarity[i] == pytest.approx(sims[0][i], abs=1e-5) for i in walk_s.records), where
         assert one_s.entities, where
         if text.startswith("Ana Silva"):
             assert next(iter(one_s.linked)) == "ana silva", where  # the alias, then not "ana" again

@@ -333,8 +333,8 @@ class Store(ABC):
         Raises ``SchemaMismatchError`` when the store holds vectors of another model or size.
         """
 
-    @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:  # noqa: B027 - optional: a store that holds no connection has nothing to release
+        """Release connections and caches."""
 
     @abstractmethod
     def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
@@ -344,9 +344,9 @@ class Store(ABC):
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
         """Map each given text hash to the id of a memory in exactly this scope that has it."""
 
-    @abstractmethod
     def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
         """The memory, or ``None`` when it does not exist *or* lies outside ``scope``."""
+        return self.records(scope, [memory_id], None, None)[0].get(memory_id)
 
     @abstractmethod
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
@@ -420,11 +420,10 @@ class Store(ABC):
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         """The given entities (in scope) and every open fact touching them."""
 
-    @abstractmethod
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
     ) -> Subgraph:
-        """The subgraph around a query (see :class:`GraphQuery` for the walk), in one round trip.
+        """The subgraph around a query (see :class:`GraphQuery` for the walk).
 
         Expansion: the linked entities and those ``seed_memories`` mention are reached and form the
         first frontier (cut to ``max_frontier`` in the stated order). Each hop reads, per frontier
@@ -432,7 +431,45 @@ class Store(ABC):
         their unseen in-scope ends, ordered by (mentions, id) and cut to ``max_frontier``, are reached
         and form the next frontier. Facts are kept when both ends (a datatype fact: its source) are
         reached. Degrees are read for every reached entity, mentions for those that are not hubs.
+
+        The walk (:func:`graphmem.stores.walk.neighbourhood`) is written once, over the primitive reads
+        below; a store may answer it in one statement instead, proven equal by the parity test.
         """
+        from .walk import neighbourhood  # walk builds on this module's shapes
+
+        return neighbourhood(self, scope, query, seed_memories, flt)
+
+    # -- primitive graph reads: all the walk needs -------------------------------------------------
+    @abstractmethod
+    def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+        """The given entities that ``scope`` contains (absent scope fields are free), by id."""
+
+    @abstractmethod
+    def entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> dict[str, tuple[int, list[str]]]:
+        """Per given entity in scope: how many memories mention it (its degree) and the first
+        ``limit`` of their ids in id order, or none when the degree exceeds ``hub_degree`` (a hub's
+        mentions are never read). An entity nothing mentions gets ``(0, [])``."""
+
+    @abstractmethod
+    def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(memory id, entity id) for each entity in scope that one of the memories mentions."""
+
+    @abstractmethod
+    def facts(
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+    ) -> list[Relation]:
+        """Per given entity, its first ``limit`` facts in scope by fact id, either direction, valid at
+        ``as_of`` (``None``: open); each fact once, sorted by id, its ``memory_ids`` cut to the first
+        ``support`` by id. An entity given twice counts once."""
+
+    @abstractmethod
+    def records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> tuple[Records, dict[str, float]]:
+        """The memories among ``ids`` that are in scope and pass ``flt``, and the cosine of each to
+        ``vector`` (empty without one)."""
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -468,10 +505,16 @@ class Store(ABC):
             "(use get_all/search, or set store.provider='neo4j' for a store analysts can query)"
         )
 
-    @abstractmethod
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
-        """For each row of ``vectors``, the most similar memory in scope (id, cosine), in one round
-        trip: the near-duplicate check of a whole ``add``. May be approximate on large stores."""
+        """For each row of ``vectors``, the most similar memory in scope (id, cosine): the
+        near-duplicate check of a whole ``add``. May be approximate on large stores. This default
+        asks :meth:`candidates` per row; the built-in stores answer all rows in one round trip."""
+        rows = np.asarray(vectors, dtype=np.float32)
+        found: list[tuple[str, float] | None] = []
+        for row in rows.reshape(-1, rows.shape[-1]):
+            hits = self.candidates(scope, None, row, None, 1).vector
+            found.append(hits[0] if hits else None)
+        return found
 
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:
@@ -481,10 +524,11 @@ class Store(ABC):
     def reset(self) -> None:
         """Delete everything of every tenant, including history and the graph; keep the schema."""
 
-    @abstractmethod
     def optimize(self) -> dict[str, Any]:
         """Compact the search indexes after many small writes (what was done, and how long it took).
 
         Why: index structures written a transaction at a time split into many parts, and a search
-        visits each part. Data is not changed; run it when the store is quiet.
+        visits each part. Data is not changed; run it when the store is quiet. A store whose indexes
+        need no compaction does nothing.
         """
+        return {}

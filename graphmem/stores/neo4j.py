@@ -82,6 +82,7 @@ from ..models import (
 )
 from . import neo4j_cypher as analyst
 from . import neo4j_graph as graph
+from . import neo4j_reads as reads
 from .base import (
     SEED_MIN_COSINE,
     Candidates,
@@ -1407,6 +1408,49 @@ class Neo4jStore(Store):
         if not entity_ids:
             return GraphContext()
         return self._read("graph_context", lambda tx: graph.graph_context(tx, scope, entity_ids))
+
+    def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+        return self._read("entities", lambda tx: reads.entities(tx, scope, ids)) if ids else {}
+
+    def entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> dict[str, tuple[int, list[str]]]:
+        if not ids:
+            return {}
+        return self._read("entity_memories", lambda tx: reads.entity_memories(tx, scope, ids, limit, hub_degree))
+
+    def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not memory_ids:
+            return []
+        return self._read("memory_entities", lambda tx: reads.memory_entities(tx, scope, memory_ids))
+
+    def facts(
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+    ) -> list[Relation]:
+        if not entity_ids:
+            return []
+        return self._read("facts", lambda tx: reads.facts(tx, scope, entity_ids, as_of=as_of, limit=limit,
+                                                          support=support))
+
+    def records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> tuple[Records, dict[str, float]]:
+        sub = Subgraph()
+        if not ids:
+            return sub.records, sub.similarity
+        vec = self._vector(vector, "query embedding") if vector is not None else None
+        vec = vec if vec is not None and any(vec) else None
+        fp = _Params("f")
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids)), "vec": vec}
+        cond = scope_where(scope, "m", params)
+        if flt is not None:
+            cond += " AND " + compile_filter(flt, "m", fp)
+            params.update(fp.values)
+        query = (f"UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) WHERE {cond} "
+                 f"RETURN {_graph_record_proj(vec is not None)} AS r")
+        rows = self._read("records", lambda tx: [rec["r"] for rec in tx.run(query, params)])
+        _add_records(sub, rows)
+        return sub.records, sub.similarity
 
     def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
         return self._read("relations", lambda tx: graph.relations(tx, scope, memory_id, include_closed))

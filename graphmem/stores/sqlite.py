@@ -50,6 +50,7 @@ from .base import (
     GraphWrite,
     MemoryPatch,
     NewMemory,
+    Records,
     Store,
     StoreInfo,
     Subgraph,
@@ -379,7 +380,12 @@ class SQLiteStore(Store):
 
     @contextlib.contextmanager
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """A transaction on this thread's connection; a read inside an open one joins it (so the
+        walk's primitive reads see the snapshot its caller's read began)."""
         conn = self._conn()
+        if not write and conn.in_transaction:
+            yield conn
+            return
         try:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         except sqlite3.OperationalError as exc:
@@ -647,27 +653,46 @@ class SQLiteStore(Store):
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
     ) -> Subgraph:
-        with self._read() as conn:
-            return self._neighbourhood(conn, scope, query, seed_memories, flt)
+        with self._read():  # the walk's reads in one snapshot
+            return super().neighbourhood(scope, query, seed_memories, flt)
 
-    def _neighbourhood(
-        self, conn: sqlite3.Connection, scope: Scope, query: GraphQuery, seed_memories: Sequence[str],
-        flt: Filter | None,
-    ) -> Subgraph:
-        sub = graph.neighbourhood(conn, scope, query, seed_memories)
-        ids = sorted({m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids})
+    def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+        with self._read() as conn:
+            return graph.entities(conn, scope, ids)
+
+    def entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> dict[str, tuple[int, list[str]]]:
+        with self._read() as conn:
+            return graph.entity_memories(conn, scope, ids, limit, hub_degree)
+
+    def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            return graph.memory_entities(conn, scope, memory_ids)
+
+    def facts(
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+    ) -> list[Relation]:
+        with self._read() as conn:
+            return graph.facts(conn, scope, entity_ids, as_of=as_of, limit=limit, support=support)
+
+    def records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> tuple[Records, dict[str, float]]:
+        out = Records()
         where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            for row in conn.execute(
-                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id IN ({','.join('?' * len(part))}) "
-                f"AND {where} AND {fsql}", [*part, *params, *fparams]
-            ):
-                sub.records.add_row(row["id"], row, _record)
-        if query.vector is not None:
-            sub.similarity = self._similarity(conn, list(sub.records), query.vector)
-        return sub
+        todo = list(dict.fromkeys(ids))
+        with self._read() as conn:
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                for row in conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id IN ({','.join('?' * len(part))}) "
+                    f"AND {where} AND {fsql}", [*part, *params, *fparams]
+                ):
+                    out.add_row(row["id"], row, _record)
+            similarity = {} if vector is None else self._similarity(conn, list(out), vector)
+        return out, similarity
 
     def _similarity(self, conn: sqlite3.Connection, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         assert self._vec is not None
@@ -684,8 +709,7 @@ class SQLiteStore(Store):
             cands = self._candidates(conn, scope, flt, vector, text, k)
             if graph_query is None:
                 return cands, Subgraph()
-            sub = self._neighbourhood(conn, scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
-            return cands, sub
+            return cands, self.neighbourhood(scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         with self._read() as conn:
@@ -723,14 +747,6 @@ class SQLiteStore(Store):
         for h, mid in rows:
             found.setdefault(h, mid)
         return found
-
-    def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
-        where, params = scope_sql(scope)
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}", [memory_id, *params]
-            ).fetchone()
-        return _record(row) if row else None
 
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         where, params = scope_sql(scope)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
-from .base import GraphContext, GraphQuery, GraphWrite, Subgraph, WriteResult
+from .base import GraphContext, GraphWrite, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
@@ -352,85 +352,67 @@ class EntityVectors:
         return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
 
 
-def neighbourhood(conn: sqlite3.Connection, scope: Scope, q: GraphQuery, seed_memories: Sequence[str]) -> Subgraph:
-    """:meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>` in one read transaction."""
-    out = Subgraph()
+def entities(conn: sqlite3.Connection, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
     where, params = scope_sql(scope, alias="e", indexed=False)
-    linked = find_entities(conn, scope, list(q.keys), exact=False) if q.keys else {}
-    for key in q.keys:
-        e = linked.get(key)
-        if e is not None and e.id not in out.linked.values() and len(out.linked) < q.max_seeds:
-            out.linked[key] = e.id
-            out.entities[e.id] = e
-    if seed_memories:
-        ids = list(dict.fromkeys(seed_memories))
-        pairs = conn.execute(
-            f"SELECT x.memory_id, x.entity_id FROM mentions x JOIN entities e ON e.id = x.entity_id "
-            f"WHERE x.memory_id IN ({_marks(len(ids))}) AND {where}", [*ids, *params]).fetchall()
-        out.seeds = sorted({e for _, e in pairs})
-        out.mentions = [(m, e) for m, e in pairs]
-    _fetch_entities(conn, scope, out, out.seeds)
-    _degrees(conn, out, list(out.entities))
-    first = list(out.linked.values()) + sorted((i for i in out.seeds if i not in out.linked.values()),
-                                                key=lambda i: (out.degree.get(i, 0), i))
-    frontier = first[: q.max_frontier]
-    valid, vparams = (("r.valid_to IS NULL", []) if q.as_of is None else
-                      ("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)",
-                       [iso(q.as_of)] * 2))
-    facts: dict[str, Relation] = {}
-    rwhere, rparams = scope_sql(scope, alias="r", indexed=False)
-    for _ in range(q.depth):
-        if not frontier:
-            break
-        wanted: dict[str, None] = {}
-        for eid in frontier:  # each entity's first max_facts facts by id; a hub's are not read
-            if out.degree.get(eid, 0) > q.hub_degree:
-                continue
-            wanted.update(dict.fromkeys(r[0] for r in conn.execute(
-                f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {rwhere} "
-                "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *rparams, q.max_facts])))
-        ids = [i for i in wanted if i not in facts]
-        # each fact's first max_mentions memories, as an entity's mentions are cut below
-        found = _relations(conn, f"r.id IN ({_marks(len(ids))})", ids, q.max_mentions) if ids else []
-        ends: dict[str, None] = {}
-        for rel in found:
-            facts[rel.id] = rel
-            for end in (rel.source_id, rel.target_id):
-                if end is not None and end not in out.entities:
-                    ends[end] = None
-        fresh = Subgraph()
-        _fetch_entities(conn, scope, fresh, list(ends))  # in scope
-        _degrees(conn, fresh, list(fresh.entities))
-        frontier = sorted(fresh.entities, key=lambda i: (fresh.degree[i], i))[: q.max_frontier]
-        out.entities.update((i, fresh.entities[i]) for i in frontier)
-        out.degree.update((i, fresh.degree[i]) for i in frontier)
-    out.relations = sorted((r for r in facts.values() if r.source_id in out.entities
-                            and (r.target_id is None or r.target_id in out.entities)), key=lambda r: r.id)
-    for eid in sorted(e for e in out.entities if out.degree.get(e, 0) <= q.hub_degree):
-        out.mentions.extend((m, eid) for (m,) in conn.execute(
-            "SELECT memory_id FROM mentions WHERE entity_id = ? ORDER BY memory_id LIMIT ?", (eid, q.max_mentions)))
-    out.mentions = sorted(set(out.mentions))
-    return out
-
-
-def _fetch_entities(conn: sqlite3.Connection, scope: Scope, out: Subgraph, ids: Sequence[str]) -> None:
-    todo = [i for i in ids if i not in out.entities]
-    where, params = scope_sql(scope, alias="e", indexed=False)
+    out: dict[str, Entity] = {}
+    todo = list(dict.fromkeys(ids))
     for i in range(0, len(todo), 500):
         part = todo[i : i + 500]
         for row in conn.execute(f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(part))}) AND {where}",
                                 [*part, *params]):
-            out.entities[row["id"]] = _entity(row)
+            out[row["id"]] = _entity(row)
+    return out
 
 
-def _degrees(conn: sqlite3.Connection, out: Subgraph, ids: Sequence[str]) -> None:
-    todo = [i for i in ids if i not in out.degree]
+def entity_memories(
+    conn: sqlite3.Connection, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+) -> dict[str, tuple[int, list[str]]]:
+    found = entities(conn, scope, ids)  # the scope test; an entity's mentions are its scope's memories
+    out: dict[str, tuple[int, list[str]]] = {}
+    todo = list(found)
     for i in range(0, len(todo), 500):
         part = todo[i : i + 500]
-        out.degree.update({part_id: 0 for part_id in part})
-        out.degree.update(dict(conn.execute(
+        degree = dict.fromkeys(part, 0)
+        degree.update(conn.execute(
             f"SELECT entity_id, count(*) FROM mentions WHERE entity_id IN ({_marks(len(part))}) GROUP BY entity_id",
-            part).fetchall()))
+            part).fetchall())
+        for eid, d in degree.items():
+            out[eid] = (d, [] if d > hub_degree else [m for (m,) in conn.execute(
+                "SELECT memory_id FROM mentions WHERE entity_id = ? ORDER BY memory_id LIMIT ?", (eid, limit))])
+    return out
+
+
+def memory_entities(conn: sqlite3.Connection, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+    where, params = scope_sql(scope, alias="e", indexed=False)
+    out: list[tuple[str, str]] = []
+    todo = list(dict.fromkeys(memory_ids))
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        out.extend((m, e) for m, e in conn.execute(
+            f"SELECT x.memory_id, x.entity_id FROM mentions x JOIN entities e ON e.id = x.entity_id "
+            f"WHERE x.memory_id IN ({_marks(len(part))}) AND {where}", [*part, *params]))
+    return out
+
+
+def facts(
+    conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int,
+    support: int,
+) -> list[Relation]:
+    valid, vparams = (("r.valid_to IS NULL", []) if as_of is None else
+                      ("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)",
+                       [iso(as_of)] * 2))
+    where, params = scope_sql(scope, alias="r", indexed=False)
+    wanted: dict[str, None] = {}
+    for eid in dict.fromkeys(entity_ids):
+        wanted.update(dict.fromkeys(r[0] for r in conn.execute(
+            f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {where} "
+            "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *params, limit])))
+    ids = sorted(wanted)
+    found: list[Relation] = []
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        found += _relations(conn, f"r.id IN ({_marks(len(part))})", part, support)
+    return sorted(found, key=lambda r: r.id)
 
 
 def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
