@@ -314,6 +314,14 @@ class RerankConfig(_Section):
     that re-orders the best ``top_n`` fused results; ``None``: no reranking."""
     top_n: int = Field(20, ge=1, le=1000)
 
+    @field_validator("model")
+    @classmethod
+    def _local_path_exists(cls, value: str | None) -> str | None:
+        """A local path that is not there fails here, at once: loading it would first ask the hub."""
+        if value is not None and value.startswith(("/", "./", "../", "~")) and not Path(value).expanduser().exists():
+            raise ValueError(f"search.rerank.model {value!r} looks like a local path, and there is nothing there")
+        return value
+
 
 class SearchConfig(_Section):
     top_k: int = Field(10, ge=1, le=1000)

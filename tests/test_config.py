@@ -148,3 +148,11 @@ def test_stores_take_their_own_section_only() -> None:
     for module in (neo4j, sqlite):
         assert "SearchConfig" not in inspect.getsource(module)
     assert list(inspect.signature(neo4j.Neo4jStore).parameters) == ["config"]
+
+
+def test_rerank_local_path_missing_fails_at_load(tmp_path: Path) -> None:
+    """A missing local model fails when the configuration loads, not at the first search."""
+    with pytest.raises(ConfigError, match="looks like a local path"):
+        MemoryConfig.load({"search": {"rerank": {"model": str(tmp_path / "no-such-model")}}})
+    assert MemoryConfig.load({"search": {"rerank": {"model": str(tmp_path)}}}).search.rerank.model == str(tmp_path)
+    assert MemoryConfig.load({"search": {"rerank": {"model": "org/model"}}}).search.rerank.model == "org/model"

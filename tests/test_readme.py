@@ -108,12 +108,15 @@ def newcomer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> _Network:
     return network
 
 
-def _check_claims(block: Block, namespace: dict[str, Any]) -> None:
-    """What a block's comments promise about its results, checked where the README states it."""
-    if 'r["relations"]   # {"added"' in block.code:
-        relations = namespace["r"]["relations"]
-        for kind in ("added", "superseded", "rejected"):
-            assert relations[kind], f"README.md line {block.line}: the example's {kind!r} list is empty"
+def _check_claims(block: Block, namespace: dict[str, Any]) -> int:
+    """What a block's comments promise about its results, checked where the README states it; how
+    many claims the block made (the caller fails when the README stops making any)."""
+    if 'r["relations"]   # {"added"' not in block.code:
+        return 0
+    relations = namespace["r"]["relations"]
+    for kind in ("added", "superseded", "rejected"):
+        assert relations[kind], f"README.md line {block.line}: the example's {kind!r} list is empty"
+    return 1
 
 
 def test_readme_python_blocks_run(newcomer: _Network) -> None:
@@ -121,6 +124,7 @@ def test_readme_python_blocks_run(newcomer: _Network) -> None:
     assert len(blocks) >= 3, "README.md lost its Python examples?"
     namespace: dict[str, Any] = {"__name__": "__readme__"}
     opened: list[Memory] = []
+    claims = 0
     skipped = [(b.line, b.opt_out) for b in blocks if b.opt_out is not None]
     try:
         for block in blocks:
@@ -134,10 +138,11 @@ def test_readme_python_blocks_run(newcomer: _Network) -> None:
                 exc.add_note(f"in the README.md python block starting at line {block.line}")
                 raise
             opened.extend(v for v in namespace.values() if isinstance(v, Memory) and v not in opened)
-            _check_claims(block, namespace)
+            claims += _check_claims(block, namespace)
     finally:
         for m in opened:
             m.close()
+    assert claims, "the README's quickstart no longer shows what add() reports (added, superseded, rejected)"
     assert not newcomer.refused, f"README examples tried to reach other machines: {newcomer.refused}"
     listed = "\n".join(f"  line {line}: {reason}" for line, reason in skipped)
     assert len(skipped) <= MAX_OPT_OUTS, f"{len(skipped)} README blocks opt out of running:\n{listed}"
