@@ -133,6 +133,59 @@ def list_(
 
 
 @app.command()
+def entities(
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    name: Annotated[str | None, typer.Option(help="A fragment of a name or alias.")] = None,
+    type_: Annotated[str | None, typer.Option("--type", help="A class of the ontology (subclasses too).")] = None,
+    limit: Annotated[int | None, typer.Option()] = None,
+    cursor: Annotated[str | None, typer.Option(help="next_cursor of the previous page.")] = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List the entities of a scope, oldest first (Memory.entities)."""
+    with _memory(config) as m:
+        result = _run(lambda: m.entities(name=name, type=type_, limit=limit, cursor=cursor,
+                                         **_scope(user_id, agent_id, run_id)))
+    table = Table(title="entities")
+    for col in ("name", "types", "aliases", "mentions", "id"):
+        table.add_column(col, overflow="fold")
+    for e in result["results"]:
+        table.add_row(e["name"], ", ".join(e["types"]), ", ".join(e["aliases"]), str(e["mentions"]), e["id"][:8])
+    _emit(result, as_json, _paged(table, result))
+
+
+@app.command()
+def facts(
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    entity: Annotated[str | None, typer.Option(help="An entity's id, name or alias.")] = None,
+    relation: Annotated[str | None, typer.Option(help="An ontology property (sub-properties, inverse too).")] = None,
+    as_of: Annotated[str | None, typer.Option(help="The facts valid at this ISO time.")] = None,
+    include_closed: Annotated[bool, typer.Option(help="Also superseded facts.")] = False,
+    limit: Annotated[int | None, typer.Option()] = None,
+    cursor: Annotated[str | None, typer.Option(help="next_cursor of the previous page.")] = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """List facts with their supporting memories, oldest first (Memory.facts)."""
+    with _memory(config) as m:
+        result = _run(lambda: m.facts(entity=entity, relation=relation, as_of=as_of, include_closed=include_closed,
+                                      limit=limit, cursor=cursor, **_scope(user_id, agent_id, run_id)))
+    table = Table(title="facts")
+    for col in ("source", "relation", "target", "valid", "memories", "id"):
+        table.add_column(col, overflow="fold")
+    for f in result["results"]:
+        target = f["target"]["name"] if f["target"] else repr(f.get("value"))
+        valid = f"{(f['valid_from'] or '')[:10]}..{(f['valid_to'] or '')[:10]}"
+        relation_name = f["relation_name"] + (f" ({f['derived']['from']})" if f["derived"] else "")
+        table.add_row(f["source"]["name"], relation_name, target, valid, str(len(f["memories"])), f["id"][:8])
+    _emit(result, as_json, _paged(table, result))
+
+
+def _paged(table: Table, result: dict[str, Any]) -> Table:
+    if result.get("next_cursor"):
+        table.caption = f"more: --cursor {result['next_cursor']}"
+    return table
+
+
+@app.command()
 def get(
     memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     config: ConfigOpt = None,

@@ -132,6 +132,21 @@ def no_surrogate(text: str, where: str) -> None:
                                 "which is not valid Unicode")
 
 
+def optional_text(value: object, name: str, max_chars: int = 1000) -> str | None:
+    """A short string argument that may be absent (a name, a class, a relation, an entity)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {short(value)}")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError(f"{name} is empty")
+    if len(text) > max_chars:
+        raise InvalidInputError(f"{name} is {len(text):,} characters, more than {max_chars:,}")
+    no_surrogate(text, name)
+    return text
+
+
 def threshold(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidInputError(f"threshold must be a number, got {short(value)}")

@@ -266,6 +266,49 @@ class Memory:
             raise NotFoundError(f"no history for memory {short(memory_id)} in scope {dict(scope.items())}")
         return [e.public() for e in events]
 
+    # -- the knowledge graph, read ------------------------------------------------------------------
+    def entities(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        name: str | None = None, type: str | None = None, limit: int | None = None, cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """The scope's entities, oldest first, a page at a time (``next_cursor`` fetches the next).
+
+        ``name``: a fragment of a name or alias (case and accents aside); ``type``: a class of the
+        ontology (by name, label or IRI), its subclasses included. Each entity carries its ``types``
+        (short names) and how many memories mention it.
+        """
+        from .pipeline import browse
+
+        scope = Scope.of(user_id, agent_id, run_id)
+        return browse.entities(self.store, self.ontology, scope, name=inputs.optional_text(name, "name"),
+                               type_=inputs.optional_text(type, "type"), limit=self._page_limit(limit),
+                               cursor=cursor)
+
+    def facts(
+        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        entity: str | None = None, relation: str | None = None, as_of: datetime | str | None = None,
+        include_closed: bool = False, limit: int | None = None, cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """Facts of the scope, oldest first, a page at a time, each with the memories that support it.
+
+        ``entity``: an entity's id, name or alias: facts with it at either end. ``relation``: a
+        property of the ontology; its sub-properties match too, and facts of its inverse (or, when it
+        is symmetric, facts stated from the other end) are read in the asked direction, marked
+        ``derived``. ``as_of``: the facts valid then; else the open ones, or every one with
+        ``include_closed``.
+        """
+        from .pipeline import browse
+
+        scope = Scope.of(user_id, agent_id, run_id)
+        return browse.facts(self.store, self.ontology, scope, entity=inputs.optional_text(entity, "entity"),
+                            relation=inputs.optional_text(relation, "relation"), as_of=inputs.when(as_of, "as_of"),
+                            include_closed=inputs.flag(include_closed, "include_closed"),
+                            limit=self._page_limit(limit), cursor=cursor)
+
+    def _page_limit(self, limit: int | None) -> int:
+        limits = self.config.limits
+        return inputs.positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
+
     def search(
         self,
         query: str,
@@ -399,6 +442,12 @@ class AsyncMemory:
 
     async def history(self, memory_id: str, **kwargs: Any) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.history, memory_id, **kwargs)
+
+    async def entities(self, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.entities, **kwargs)
+
+    async def facts(self, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.facts, **kwargs)
 
     async def rejected(self, **kwargs: Any) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.rejected, **kwargs)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from graphmem import AsyncMemory, NotFoundError
+from graphmem import AsyncMemory, Memory, NotFoundError
 from graphmem.cli import app
 
 PROGRAM = Path(sys.executable).with_name("graphmem")  # the console script `pip install` puts beside python
@@ -82,6 +82,24 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
 
 
+def test_cli_reads_the_graph(tmp_path: Path) -> None:
+    with Memory({"home": str(tmp_path), "embedder": {"provider": "hashing"}}) as m:
+        m.add("Ann works for Acme; Acme employs Ben.", user_id="ann", infer=False, triples=[
+            {"source": "Ann", "relation": "worksFor", "target": "Acme", "source_type": "Person"},
+            {"source": "Acme", "relation": "employs", "target": "Ben", "target_type": "Person"}])
+    page = json.loads(cli(tmp_path, "entities", "-u", "ann", "--limit", "2", "--json").stdout)
+    rest = json.loads(cli(tmp_path, "entities", "-u", "ann", "--cursor", page["next_cursor"], "--json").stdout)
+    assert sorted(e["name"] for e in page["results"] + rest["results"]) == ["Acme", "Ann", "Ben"]
+    assert json.loads(cli(tmp_path, "entities", "-u", "ann", "--type", "Person", "--json").stdout)["results"][0][
+        "name"] in {"Ann", "Ben"}
+    table = cli(tmp_path, "facts", "-u", "ann", "--relation", "works for").stdout
+    assert "Ben" in table and "(inverse)" in table and "Ann" in table
+    about = json.loads(cli(tmp_path, "facts", "-u", "ann", "--entity", "ben", "--json").stdout)
+    assert [(f["source"]["name"], f["relation_name"]) for f in about["results"]] == [("Acme", "gm:employs")]
+    missing = cli(tmp_path, "facts", "-u", "bob", "--entity", "Ann", check=False)
+    assert missing.returncode == 2 and "NotFoundError" in missing.stderr
+
+
 def test_demo_runs_offline(tmp_path: Path) -> None:
     out = cli(tmp_path, "demo", "--home", str(tmp_path / "demo")).stdout
     assert "stored memories" in out and "search:" in out and "peanuts" in out
@@ -108,6 +126,10 @@ def test_async_memory(tmp_path: Path) -> None:
             {"source": "Ana", "relation": "livesIn", "target": "Bo", "source_type": "Person", "target_type": "Person"}])
         [entry] = await m.rejected(user_id="g")
         assert (await m.recheck(user_id="g"))["still_rejected"][0]["quarantine_id"] == entry["id"]
+        await m.add("Cy works for Dee", infer=False, user_id="h", triples=[
+            {"source": "Cy", "relation": "worksFor", "target": "Dee", "source_type": "Person"}])
+        assert [f["target"]["name"] for f in (await m.facts(user_id="h", entity="Cy"))["results"]] == ["Dee"]
+        assert sorted(e["name"] for e in (await m.entities(user_id="h"))["results"]) == ["Cy", "Dee"]
         await m.close()
 
     asyncio.run(main())

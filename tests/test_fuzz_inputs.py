@@ -42,6 +42,7 @@ from graphmem import Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.errors import GraphmemError, StoreError, StoreUnavailableError, short
 from graphmem.models import MAX_ID_CHARS, Scope
+from graphmem.pipeline.browse import encode_cursor
 
 from .conftest import NEO4J_PASSWORD, NEO4J_URI, NEO4J_USER, make_config
 
@@ -283,6 +284,8 @@ class Arg:
     optional: bool = True
 
 
+CURSOR = st.one_of(st.none(), st.builds(encode_cursor, st.datetimes(timezones=st.just(UTC)),
+                                        st.text(PRINTABLE, max_size=8)))
 SCOPE = {
     "user_id": Arg(st.one_of(st.just(UID), st.just(UID), st.just(UID), st.just(UID), st.text(
         PRINTABLE, min_size=1, max_size=8).map(lambda s: ("suffix", s))), HOSTILE.filter(_never_valid_scope),
@@ -320,6 +323,13 @@ SPECS: dict[str, dict[str, Arg]] = {
                                               st.just(())),
                                     st.one_of(st.lists(HOSTILE_ID, min_size=1, max_size=2), HOSTILE))},
     "dry_run": {"ontology": Arg(st.just(ONTOLOGY), HOSTILE, optional=False), **SCOPE},
+    "entities": {**SCOPE, "name": Arg(st.one_of(st.none(), ENTITY, st.just("li")), st.one_of(TEXT, HOSTILE)),
+                 "type": Arg(st.one_of(st.none(), CLASS), st.one_of(TEXT, HOSTILE)),
+                 "limit": Arg(st.integers(1, 10_000), INTS | HOSTILE), "cursor": Arg(CURSOR, st.one_of(TEXT, HOSTILE))},
+    "facts": {**SCOPE, "entity": Arg(st.one_of(st.none(), ENTITY), st.one_of(TEXT, HOSTILE)),
+              "relation": Arg(st.one_of(st.none(), RELATION), st.one_of(TEXT, HOSTILE)),
+              "as_of": Arg(VALID_TIME, HOSTILE_TIME), "include_closed": BOOL,
+              "limit": Arg(st.integers(1, 10_000), INTS | HOSTILE), "cursor": Arg(CURSOR, st.one_of(TEXT, HOSTILE))},
     "cypher": {"query": Arg(QUERIES, HOSTILE_QUERIES, optional=False),
                "params": Arg(st.one_of(st.none(), st.just({"x": 1, "u": UID}), st.just({"x": "😀"})),
                              st.one_of(st.dictionaries(st.sampled_from(["x", "u", "", "a b", "\ud800"]), HOSTILE,
@@ -534,6 +544,8 @@ test_fuzz_rejected = _fuzz("rejected")
 test_fuzz_recheck = _fuzz("recheck")
 test_fuzz_dry_run = _fuzz("dry_run")
 test_fuzz_cypher = _fuzz("cypher")
+test_fuzz_entities = _fuzz("entities")
+test_fuzz_facts = _fuzz("facts")
 
 
 def test_every_public_method_is_fuzzed() -> None:

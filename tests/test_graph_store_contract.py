@@ -27,8 +27,8 @@ def entity(mem: Memory, uid: str, name: str, cls: str, aliases: list[str] | None
 
 
 def rel(uid: str, s: str, r: str, o: str, mids: list[str], **kw: object) -> Relation:
-    return Relation(source_id=f"{uid}-e-{s}", relation=GM + r, target_id=f"{uid}-e-{o}", memory_ids=mids,
-                    user_id=uid, created_at=T0, **kw)  # type: ignore[arg-type]
+    return Relation(**{"source_id": f"{uid}-e-{s}", "relation": GM + r, "target_id": f"{uid}-e-{o}",  # type: ignore[arg-type]
+                       "memory_ids": mids, "user_id": uid, "created_at": T0, **kw})
 
 
 def seed(mem: Memory, uid: str) -> tuple[NewMemory, NewMemory]:
@@ -73,7 +73,7 @@ def test_supersede_closes_old_edge_and_context_sees_open_facts(mem: Memory, uid:
     later = T0 + timedelta(days=30)
     mem.store.write(scope, GraphWrite(
         memories=[m3], entities=[entity(mem, uid, "Porto", "City")], mentions=[(m3.record.id, f"{uid}-e-Porto")],
-        relations=[rel(uid, "Ana", "livesIn", "Porto", [m3.record.id], valid_from=later)],
+        relations=[rel(uid, "Ana", "livesIn", "Porto", [m3.record.id], valid_from=later, created_at=later)],
         closes=[(old.id, later)],
     ))
     lives = [r for r in mem.store.relations(scope) if r.relation == GM + "livesIn"]

@@ -245,6 +245,38 @@ class GraphContext:
 
 
 @dataclass(frozen=True)
+class EntityQuery:
+    """A page of a scope's entities, oldest first (``created_at``, then id)."""
+
+    contains: str | None = None
+    """A normalized fragment (:func:`~graphmem.models.norm_name`) of the entity's name or an alias."""
+    classes: tuple[str, ...] = ()
+    """Class IRIs: entities typed with any of them (the caller expands subclasses)."""
+    after: tuple[datetime, str] | None = None
+    """The (created_at, id) of the previous page's last entity: this page starts after it."""
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class FactQuery:
+    """A page of a scope's facts, oldest first (``created_at``, then id). Conditions add up."""
+
+    entity_ids: tuple[str, ...] = ()
+    """Facts with one of these entities at either end."""
+    relations: tuple[str, ...] = ()
+    """Relation IRIs, as stored (the caller expands sub-properties and inverses)."""
+    memory_id: str | None = None
+    """Facts this memory supports."""
+    as_of: datetime | None = None
+    """Facts valid at this instant; ``None``: as ``include_closed`` says."""
+    include_closed: bool = True
+    """With ``as_of`` unset: also the superseded facts (history)."""
+    after: tuple[datetime, str] | None = None
+    """The (created_at, id) of the previous page's last fact."""
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class GraphQuery:
     """What the graph signal needs fetched around a query, in the same read as the candidates.
 
@@ -487,8 +519,16 @@ class Store(ABC):
         return cands, sub
 
     @abstractmethod
+    def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
+        """The entities ``scope`` contains that match ``query``, one page of them."""
+
+    @abstractmethod
+    def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
+        """The facts in ``scope`` that match ``query``, one page of them, with all their provenance."""
+
     def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
         """Facts in scope (optionally only those a memory supports), oldest first."""
+        return self.list_facts(scope, FactQuery(memory_id=memory_id, include_closed=include_closed))
 
     @abstractmethod
     def graph_scopes(self) -> list[Scope]:

@@ -86,7 +86,9 @@ from . import neo4j_reads as reads
 from .base import (
     SEED_MIN_COSINE,
     Candidates,
+    EntityQuery,
     Expectations,
+    FactQuery,
     GraphContext,
     GraphQuery,
     GraphWrite,
@@ -1452,8 +1454,11 @@ class Neo4jStore(Store):
         _add_records(sub, rows)
         return sub.records, sub.similarity
 
-    def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
-        return self._read("relations", lambda tx: graph.relations(tx, scope, memory_id, include_closed))
+    def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
+        return self._read("list_entities", lambda tx: reads.list_entities(tx, scope, query))
+
+    def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
+        return self._read("list_facts", lambda tx: reads.list_facts(tx, scope, query))
 
     def graph_scopes(self) -> list[Scope]:
         return self._read("graph_scopes", graph.graph_scopes)

@@ -69,7 +69,6 @@ __all__ = [
     "quarantined",
     "read_subgraph",
     "rel_type",
-    "relations",
     "schema_statements",
     "write_graph",
 ]
@@ -879,24 +878,6 @@ def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str
             if other is not None and not _gone(other) and other["id"] not in ctx.entities:
                 ctx.entities[other["id"]] = _entity(other)
     return ctx
-
-
-def relations(
-    tx: ManagedTransaction, scope: Scope, memory_id: str | None, include_closed: bool
-) -> list[Relation]:
-    params: dict[str, Any] = {}
-    where = [scope_where(scope, "r", params)]
-    if memory_id is not None:
-        params["mid"] = memory_id
-        where.append("$mid IN coalesce(r.memory_ids, [])")
-    if not include_closed:
-        where.append("r.valid_to IS NULL")
-    query = (
-        f"MATCH (s:Entity) {_hint(scope, 's', 'Entity')} WHERE {scope_where(scope, 's', params)} "
-        f"MATCH (s)-[r]->(o) WHERE {' AND '.join(where)} "
-        f"RETURN {_FACT_COLUMNS} {_FACT_ORDER}"
-    )
-    return [_relation(row) for row in (rec.data() for rec in tx.run(query, params)) if not _gone(row["fact"])]
 
 
 def graph_scopes(tx: ManagedTransaction) -> list[Scope]:

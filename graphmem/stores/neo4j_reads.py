@@ -10,7 +10,18 @@ from typing import Any, Final
 from neo4j import ManagedTransaction
 
 from ..models import Entity, Relation, Scope, to_utc
-from .neo4j_graph import _entity, _entity_proj, _gone, _rel_proj, _relation, _unique, scope_where
+from .base import EntityQuery, FactQuery
+from .neo4j_graph import (
+    _FACT_COLUMNS,
+    _entity,
+    _entity_proj,
+    _gone,
+    _hint,
+    _rel_proj,
+    _relation,
+    _unique,
+    scope_where,
+)
 
 _DEGREE: Final = "COUNT { (e)<-[:MENTIONS]-() }"
 
@@ -70,3 +81,57 @@ def facts(
     )
     rows = (rec.data() for rec in tx.run(query, params))
     return sorted((_relation(row) for row in rows if not _gone(row["fact"])), key=lambda r: r.id)
+
+
+def _after(var: str, after: tuple[datetime, str] | None, where: list[str], params: dict[str, Any]) -> None:
+    """Keyset pagination on (created_at, id)."""
+    if after is not None:
+        params.update(after_t=to_utc(after[0]), after_id=after[1])
+        where.append(f"({var}.created_at > $after_t OR ({var}.created_at = $after_t AND {var}.id > $after_id))")
+
+
+def list_entities(tx: ManagedTransaction, scope: Scope, q: EntityQuery) -> list[Entity]:
+    params: dict[str, Any] = {}
+    where = [scope_where(scope, "e", params)]
+    if q.contains is not None:
+        params["contains"] = q.contains
+        where.append("any(k IN [e.key] + coalesce(e.alias_keys, []) WHERE k CONTAINS $contains)")
+    if q.classes:
+        params["classes"] = list(q.classes)
+        where.append("any(c IN coalesce(e.classes, []) WHERE c IN $classes)")
+    _after("e", q.after, where, params)
+    limit = "" if q.limit is None else f" LIMIT {int(q.limit)}"
+    query = (f"MATCH (e:Entity) {_hint(scope, 'e', 'Entity')} WHERE {' AND '.join(where)} "
+             f"RETURN {_entity_proj('e')} AS e ORDER BY e.created_at, e.id{limit}")
+    found = (rec["e"] for rec in tx.run(query, params))
+    return [_entity(row) for row in found if not _gone(row)]
+
+
+def list_facts(tx: ManagedTransaction, scope: Scope, q: FactQuery) -> list[Relation]:
+    params: dict[str, Any] = {}
+    where = [scope_where(scope, "r", params)]
+    if q.memory_id is not None:
+        params["mid"] = q.memory_id
+        where.append("$mid IN coalesce(r.memory_ids, [])")
+    if q.relations:
+        params["rels"] = list(q.relations)
+        where.append("r.relation IN $rels")
+    if q.as_of is not None:
+        params["as_of"] = to_utc(q.as_of)
+        where.append("(r.valid_from IS NULL OR r.valid_from <= $as_of) AND (r.valid_to IS NULL OR r.valid_to > $as_of)")
+    elif not q.include_closed:
+        where.append("r.valid_to IS NULL")
+    _after("r", q.after, where, params)
+    if q.entity_ids:  # from the entities: both directions, each fact once
+        params["eids"] = _unique(q.entity_ids)
+        match = ("UNWIND $eids AS id MATCH (e:Entity {id: id}) CALL (e) { "
+                 "MATCH (e)-[r]->(o) WHERE o:Entity OR o:Value RETURN r, e AS s, o "
+                 "UNION MATCH (s:Entity)-[r:!MENTIONS]->(e) RETURN r, s, e AS o } "
+                 f"WITH DISTINCT r, s, o WHERE {' AND '.join(where)} ")
+    else:
+        match = (f"MATCH (s:Entity) {_hint(scope, 's', 'Entity')} WHERE {scope_where(scope, 's', params)} "
+                 f"MATCH (s)-[r]->(o) WHERE {' AND '.join(where)} ")
+    limit = "" if q.limit is None else f" LIMIT {int(q.limit)}"
+    query = match + f"RETURN {_FACT_COLUMNS} ORDER BY r.created_at, r.id{limit}"
+    rows = (rec.data() for rec in tx.run(query, params))
+    return [_relation(row) for row in rows if not _gone(row["fact"])]

@@ -44,7 +44,9 @@ from ..models import (
 from . import sqlite_graph as graph
 from .base import (
     Candidates,
+    EntityQuery,
     Expectations,
+    FactQuery,
     GraphContext,
     GraphQuery,
     GraphWrite,
@@ -715,11 +717,13 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return graph.graph_context(conn, scope, entity_ids)
 
-    def relations(
-        self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True
-    ) -> list[Relation]:
+    def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
         with self._read() as conn:
-            return graph.relations(conn, scope, memory_id, include_closed)
+            return graph.list_entities(conn, scope, query)
+
+    def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
+        with self._read() as conn:
+            return graph.list_facts(conn, scope, query)
 
     def graph_scopes(self) -> list[Scope]:
         with self._read() as conn:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
-from .base import GraphContext, GraphWrite, WriteResult
+from .base import EntityQuery, FactQuery, GraphContext, GraphWrite, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
@@ -118,10 +118,11 @@ def _entity(row: sqlite3.Row) -> Entity:
 
 
 def _relations(
-    conn: sqlite3.Connection, where: str, params: Sequence[Any], support_limit: int | None = None
+    conn: sqlite3.Connection, where: str, params: Sequence[Any], support_limit: int | None = None,
+    order: str = "ORDER BY r.rowid",
 ) -> list[Relation]:
     """``support_limit``: each fact's first memories by id only (a search's cut, see ``neighbourhood``)."""
-    rows = conn.execute(f"SELECT {_REL_COLUMNS} FROM relations AS r WHERE {where} ORDER BY r.rowid", params).fetchall()
+    rows = conn.execute(f"SELECT {_REL_COLUMNS} FROM relations AS r WHERE {where} {order}", params).fetchall()
     support: dict[str, list[str]] = {r["id"]: [] for r in rows}
     ids = list(support)
     for i in range(0, len(ids), 500):
@@ -440,16 +441,54 @@ def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[s
     return ctx
 
 
-def relations(
-    conn: sqlite3.Connection, scope: Scope, memory_id: str | None, include_closed: bool
-) -> list[Relation]:
-    where, params = scope_sql(scope, alias="r")
-    if memory_id is not None:
-        where += " AND r.id IN (SELECT relation_id FROM relation_support WHERE memory_id = ?)"
-        params.append(memory_id)
-    if not include_closed:
-        where += " AND r.valid_to IS NULL"
-    return _relations(conn, where, params)
+def _after(alias: str, after: tuple[datetime, str] | None, where: list[str], params: list[Any]) -> None:
+    """Keyset pagination on (created_at, id): ISO times of fixed width sort as they compare."""
+    if after is not None:
+        where.append(f"({alias}.created_at > ? OR ({alias}.created_at = ? AND {alias}.id > ?))")
+        params += [iso(after[0]), iso(after[0]), after[1]]
+
+
+def _like(fragment: str) -> str:
+    return "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def list_entities(conn: sqlite3.Connection, scope: Scope, q: EntityQuery) -> list[Entity]:
+    sql, params = scope_sql(scope, alias="e")
+    where = [sql]
+    if q.contains is not None:
+        where.append("e.id IN (SELECT entity_id FROM entity_keys WHERE key LIKE ? ESCAPE '\\')")
+        params.append(_like(q.contains))
+    if q.classes:
+        where.append(f"EXISTS (SELECT 1 FROM json_each(e.classes) WHERE value IN ({_marks(len(q.classes))}))")
+        params += list(q.classes)
+    _after("e", q.after, where, params)
+    limit = "" if q.limit is None else f" LIMIT {int(q.limit)}"
+    rows = conn.execute(f"SELECT e.* FROM entities e WHERE {' AND '.join(where)} ORDER BY e.created_at, e.id{limit}",
+                        params).fetchall()
+    return [_entity(r) for r in rows]
+
+
+def list_facts(conn: sqlite3.Connection, scope: Scope, q: FactQuery) -> list[Relation]:
+    sql, params = scope_sql(scope, alias="r")
+    where = [sql]
+    if q.memory_id is not None:
+        where.append("r.id IN (SELECT relation_id FROM relation_support WHERE memory_id = ?)")
+        params.append(q.memory_id)
+    if q.entity_ids:
+        marks = _marks(len(q.entity_ids))
+        where.append(f"(r.source_id IN ({marks}) OR r.target_id IN ({marks}))")
+        params += [*q.entity_ids, *q.entity_ids]
+    if q.relations:
+        where.append(f"r.relation IN ({_marks(len(q.relations))})")
+        params += list(q.relations)
+    if q.as_of is not None:
+        where.append("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)")
+        params += [iso(q.as_of)] * 2
+    elif not q.include_closed:
+        where.append("r.valid_to IS NULL")
+    _after("r", q.after, where, params)
+    limit = "" if q.limit is None else f" LIMIT {int(q.limit)}"
+    return _relations(conn, " AND ".join(where), params, order=f"ORDER BY r.created_at, r.id{limit}")
 
 
 def quarantined(conn: sqlite3.Connection, scope: Scope, status: str | None) -> list[QuarantineEntry]:
