@@ -35,18 +35,64 @@ RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run i
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's result as JSON.")]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        console.print(f"graphmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """graphmem: a memory engine for AI agents."""
+
+
 def _memory(config: Path | None) -> Memory:
+    """The configured Memory; a bad configuration or an unreachable store is one line on stderr."""
     from .config import MemoryConfig
     from .memory import Memory
 
-    return Memory(MemoryConfig.from_file(config) if config else MemoryConfig.load())
+    memory: Memory = _run(lambda: Memory(MemoryConfig.from_file(config) if config else MemoryConfig.load()))
+    return memory
+
+
+def _memory_id(m: Memory, memory_id: str, scope: ScopeArgs) -> str:
+    """A full id for the short one a table shows: the one memory in scope whose id starts with it."""
+    from .errors import InvalidInputError
+    from .models import Scope
+
+    def resolve() -> str:
+        found = m.store.ids_with_prefix(Scope.of(**scope), memory_id, 2)
+        if memory_id in found or not found:
+            return memory_id  # exact, or none: the operation reports what is missing
+        if len(found) > 1:
+            raise InvalidInputError(f"id prefix {memory_id!r} matches several memories ({', '.join(found)}, ...); "
+                                    "give more of the id")
+        return found[0]
+
+    resolved: str = _run(resolve)
+    return resolved
 
 
 def _run(action: Any) -> Any:
     try:
         return action()
     except GraphmemError as exc:
-        err_console.print(f"[bold red]{type(exc).__name__}[/]: {exc}")
+        err_console.print(f"[bold red]{type(exc).__name__}[/]: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _json_arg(value: str | None, option: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        err_console.print(f"[bold red]InvalidInputError[/]: {option} is not JSON: {exc}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -91,11 +137,19 @@ def add(
 ) -> None:
     """Store a message as memory (Memory.add)."""
     content = sys.stdin.read() if text == "-" else text
-    meta = json.loads(metadata) if metadata else None
+    meta = _json_arg(metadata, "--metadata")
     with _memory(config) as m:
         result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta, infer=infer,
                                     expires_at=expires_at, **_scope(user_id, agent_id, run_id)))
-    _emit(result, True)
+    table = Table(title="add")
+    for col in ("event", "memory", "id"):
+        table.add_column(col, overflow="fold")
+    for r in result["results"]:
+        table.add_row(r["event"], r["memory"], r["id"][:8])
+    relations = result.get("relations") or {}
+    counts = ", ".join(f"{len(relations.get(k) or [])} {k}" for k in ("added", "superseded", "rejected"))
+    table.caption = f"facts: {counts}" if relations else None
+    _emit(result, as_json, table)
 
 
 @app.command()
@@ -111,7 +165,7 @@ def search(
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Rank memories by relevance to QUERY (Memory.search)."""
-    flt = json.loads(filters) if filters else None
+    flt = _json_arg(filters, "--filters")
     with _memory(config) as m:
         result = _run(lambda: m.search(query, filters=flt, top_k=top_k, explain=explain, as_of=as_of, since=since,
                                        until=until, **_scope(user_id, agent_id, run_id)))
@@ -126,7 +180,7 @@ def list_(
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """List memories in a scope, newest first (Memory.get_all)."""
-    flt = json.loads(filters) if filters else None
+    flt = _json_arg(filters, "--filters")
     with _memory(config) as m:
         result = _run(lambda: m.get_all(filters=flt, limit=limit, **_scope(user_id, agent_id, run_id)))
     _emit(result, as_json, _records_table("memories", result["results"]))
@@ -191,8 +245,10 @@ def get(
     config: ConfigOpt = None,
 ) -> None:
     """Show one memory (Memory.get)."""
+    scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        _emit(_run(lambda: m.get(memory_id, **_scope(user_id, agent_id, run_id))), True)
+        mid = _memory_id(m, memory_id, scope)
+        _emit(_run(lambda: m.get(mid, **scope)), True)
 
 
 @app.command()
@@ -203,9 +259,11 @@ def update(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Change a memory's text and/or metadata (Memory.update)."""
-    meta = json.loads(metadata) if metadata else None
+    meta = _json_arg(metadata, "--metadata")
+    scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        _emit(_run(lambda: m.update(memory_id, text, metadata=meta, **_scope(user_id, agent_id, run_id))), True)
+        mid = _memory_id(m, memory_id, scope)
+        _emit(_run(lambda: m.update(mid, text, metadata=meta, **scope)), True)
 
 
 @app.command()
@@ -214,8 +272,10 @@ def delete(
     config: ConfigOpt = None,
 ) -> None:
     """Delete one memory (Memory.delete)."""
+    scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        _emit(_run(lambda: m.delete(memory_id, **_scope(user_id, agent_id, run_id))), True)
+        mid = _memory_id(m, memory_id, scope)
+        _emit(_run(lambda: m.delete(mid, **scope)), True)
 
 
 @app.command("delete-all")
@@ -233,8 +293,10 @@ def history(
     config: ConfigOpt = None,
 ) -> None:
     """Show a memory's change history (Memory.history)."""
+    scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        _emit(_run(lambda: m.history(memory_id, **_scope(user_id, agent_id, run_id))), True)
+        mid = _memory_id(m, memory_id, scope)
+        _emit(_run(lambda: m.history(mid, **scope)), True)
 
 
 @app.command()

@@ -50,7 +50,7 @@ def test_the_installed_program_runs(tmp_path: Path) -> None:
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
 
-    added = run(str(PROGRAM), "add", "I play the cello on Sundays", "-u", "ann", "--no-infer")
+    added = run(str(PROGRAM), "add", "I play the cello on Sundays", "-u", "ann", "--no-infer", "--json")
     assert added.returncode == 0, added.stderr
     mid = json.loads(added.stdout)["results"][0]["id"]
     denied = run(str(PROGRAM), "get", mid, "-u", "bob")  # a typed error: exit 2, its name on stderr only
@@ -60,15 +60,19 @@ def test_the_installed_program_runs(tmp_path: Path) -> None:
 
 
 def test_cli_mirrors_the_api(tmp_path: Path) -> None:
-    added = json.loads(cli(tmp_path, "add", "I play the cello on Sundays", "-u", "ann", "--no-infer",
+    shown = cli(tmp_path, "add", "I sing in a choir", "-u", "cat", "--no-infer").stdout
+    assert "ADD" in shown and "I sing in a choir" in shown  # a table, as the other commands print
+    added = json.loads(cli(tmp_path, "add", "I play the cello on Sundays", "-u", "ann", "--no-infer", "--json",
                            "--metadata", '{"k": 1}').stdout)
     mid = added["results"][0]["id"]
     found = json.loads(cli(tmp_path, "search", "cello", "-u", "ann", "--json").stdout)
     assert found["results"][0]["id"] == mid
     listed = json.loads(cli(tmp_path, "list", "-u", "ann", "--json", "--filters", '{"k": {"gte": 1}}').stdout)
     assert [r["id"] for r in listed["results"]] == [mid]
-    cli(tmp_path, "update", mid, "I play the viola on Sundays", "-u", "ann")
-    assert json.loads(cli(tmp_path, "get", mid, "-u", "ann").stdout)["memory"] == "I play the viola on Sundays"
+    cli(tmp_path, "update", mid[:8], "I play the viola on Sundays", "-u", "ann")  # the short id a table shows
+    assert json.loads(cli(tmp_path, "get", mid[:8], "-u", "ann").stdout)["memory"] == "I play the viola on Sundays"
+    assert json.loads(cli(tmp_path, "get", mid, "-u", "ann").stdout)["id"] == mid
+    assert "NotFoundError" in cli(tmp_path, "get", mid[:8], "-u", "cat", check=False).stderr  # not cat's
     events = json.loads(cli(tmp_path, "history", mid, "-u", "ann").stdout)
     assert [e["event"] for e in events] == ["ADD", "UPDATE"]
     denied = cli(tmp_path, "get", mid, "-u", "bob", check=False)
@@ -80,6 +84,19 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     assert json.loads(cli(tmp_path, "search", "viola", "-u", "ann", "--json").stdout)["results"][0]["id"] == mid
     assert json.loads(cli(tmp_path, "delete-all", "-u", "ann").stdout)["deleted"] == 1
     assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    from graphmem import __version__
+
+    assert cli(tmp_path, "--version").stdout.strip() == f"graphmem {__version__}"
+    bad_json = cli(tmp_path, "list", "-u", "ann", "--filters", "{nope", check=False)
+    assert bad_json.returncode == 2 and bad_json.stderr.startswith("InvalidInputError: --filters is not JSON")
+    config = tmp_path / "bad.yaml"
+    config.write_text("store: {provider: nowhere}\n", encoding="utf-8")
+    bad_config = cli(tmp_path, "list", "-u", "ann", "--config", str(config), check=False)
+    assert bad_config.returncode == 2 and bad_config.stderr.startswith("ConfigError")
+    assert "Traceback" not in bad_config.stderr + bad_json.stderr
 
 
 def test_cli_reads_the_graph(tmp_path: Path) -> None:

@@ -323,6 +323,21 @@ def test_search_sees_updates_and_deletes(mem: Memory, uid: str) -> None:
     assert ids(mem.search("Vega meeting room", user_id=uid)) == [other]
 
 
+def test_ids_with_prefix_stay_in_scope(mem: Memory, uid: str) -> None:
+    now = datetime.now(UTC)
+    vec = mem.embedder.embed_one("prefix")
+    mine = [MemoryRecord(id=f"{uid}-p{i}", memory=f"prefix {i}", hash=text_hash(f"p{i}"), user_id=uid, created_at=now)
+            for i in (1, 2, 10)]
+    theirs = MemoryRecord(id=f"{uid}-p3", memory="prefix 3", hash=text_hash("p3"), user_id=uid + "-x", created_at=now)
+    mem.store.insert([NewMemory(r, vec) for r in [*mine, theirs]], [])
+    scope = Scope(user_id=uid)
+    assert mem.store.ids_with_prefix(scope, f"{uid}-p", 10) == [f"{uid}-p1", f"{uid}-p10", f"{uid}-p2"]
+    assert mem.store.ids_with_prefix(scope, f"{uid}-p1", 10) == [f"{uid}-p1", f"{uid}-p10"]
+    assert mem.store.ids_with_prefix(scope, f"{uid}-p", 1) == [f"{uid}-p1"]
+    assert mem.store.ids_with_prefix(scope, f"{uid}-p3", 10) == []  # another tenant's
+    assert mem.store.ids_with_prefix(scope, f"{uid}-q", 10) == []
+
+
 def test_scale_vector_search_is_exact_enough(mem: Memory, uid: str) -> None:
     """With 1,500 memories, each memory's own vector finds it first (index recall sanity check)."""
     now = datetime.now(UTC)

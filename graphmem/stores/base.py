@@ -376,6 +376,11 @@ class Store(ABC):
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
         """Map each given text hash to the id of a memory in exactly this scope that has it."""
 
+    @abstractmethod
+    def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of memories in scope that start with ``prefix``, in id order: the
+        short ids tables show (an index range scan, not a scan of the scope)."""
+
     def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
         """The memory, or ``None`` when it does not exist *or* lies outside ``scope``."""
         return self.records(scope, [memory_id], None, None)[0].get(memory_id)

@@ -1454,6 +1454,9 @@ class Neo4jStore(Store):
         _add_records(sub, rows)
         return sub.records, sub.similarity
 
+    def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        return self._read("ids_with_prefix", lambda tx: reads.ids_with_prefix(tx, scope, prefix, limit))
+
     def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
         return self._read("list_entities", lambda tx: reads.list_entities(tx, scope, query))
 

@@ -135,3 +135,10 @@ def list_facts(tx: ManagedTransaction, scope: Scope, q: FactQuery) -> list[Relat
     query = match + f"RETURN {_FACT_COLUMNS} ORDER BY r.created_at, r.id{limit}"
     rows = (rec.data() for rec in tx.run(query, params))
     return [_relation(row) for row in rows if not _gone(row["fact"])]
+
+
+def ids_with_prefix(tx: ManagedTransaction, scope: Scope, prefix: str, limit: int) -> list[str]:
+    params: dict[str, Any] = {"prefix": prefix, "limit": int(limit)}
+    query = (f"MATCH (m:Memory) WHERE m.id STARTS WITH $prefix AND {scope_where(scope, 'm', params)} "
+             "RETURN m.id AS id ORDER BY id LIMIT $limit")
+    return [rec["id"] for rec in tx.run(query, params)]

@@ -752,6 +752,14 @@ class SQLiteStore(Store):
             found.setdefault(h, mid)
         return found
 
+    def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        where, params = scope_sql(scope)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT m.id FROM memories AS m WHERE m.id >= ? AND m.id < ? AND {where} ORDER BY m.id LIMIT ?",
+                [prefix, prefix + "\U0010ffff", *params, limit]).fetchall()
+        return [r[0] for r in rows]
+
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         where, params = scope_sql(scope)
         fsql, fparams = filter_sql(flt)
