@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, get_args
 
-from .config import MemoryConfig
+from .config import EmbedderConfig, LLMConfig, MemoryConfig
 from .errors import ConfigError, InvalidInputError, ScopeError, clip, short
 from .models import Scope
 
@@ -51,8 +51,8 @@ _MEM0_ONLY_KEYS: Final = frozenset({
     "custom_fact_extraction_prompt", "custom_update_memory_prompt", "enable_graph",
 })
 _NATIVE_KEYS: Final = frozenset(MemoryConfig.model_fields)
-_NATIVE_LLM: Final = frozenset({"none", "openai"})
-_NATIVE_EMBEDDER: Final = frozenset({"auto", "openai", "sentence-transformers", "hashing"})
+_NATIVE_LLM: Final = frozenset(get_args(LLMConfig.model_fields["provider"].annotation))
+_NATIVE_EMBEDDER: Final = frozenset(get_args(EmbedderConfig.model_fields["provider"].annotation))
 _MEM0_LLMS: Final = frozenset({
     "openai", "ollama", "anthropic", "groq", "together", "aws_bedrock", "litellm", "azure_openai",
     "openai_structured", "azure_openai_structured", "gemini", "deepseek", "minimax", "xai", "sarvam",
