@@ -389,7 +389,7 @@ def _take_scope(spec: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
                 raise ScopeError(f"filters name two {key}s ({short(found[key], 60)} and {short(wanted, 60)}); "
                                  "a scope has one of each")
             found[key] = wanted
-        elif key == "AND" and isinstance(value, list):
+        elif key == "AND" and isinstance(value, list) and value:
             items = [(_take_scope(v, found), True) if isinstance(v, dict) and v else (v, False) for v in value]
             kept = [item for item, was_dict in items if not (was_dict and item == {})]
             if kept:

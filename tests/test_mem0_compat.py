@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from graphmem import AsyncMemory, Mem0CompatWarning, Mem0ConfigWarning, Memory, MemoryConfig
-from graphmem.errors import ConfigError, InvalidInputError, NotFoundError, ScopeError
+from graphmem.errors import ConfigError, InvalidFilterError, InvalidInputError, NotFoundError, ScopeError
 from graphmem.mem0 import MEM0_DEFAULTS, ScopeMemo, is_mem0_config, load_config, translate_config
 from graphmem.models import Scope
 from graphmem.testing import StandinServer
@@ -77,6 +77,8 @@ def test_scope_inside_filters_is_the_scope(mem: Memory, uid: str) -> None:
     assert ids(mem.get_all(filters={"user_id": uid, "topic": "food"})) == [food]
     assert ids(mem.search("Maya", filters={"AND": [{"user_id": uid}, {"topic": "food"}]})) == [food]
     assert ids(mem.get_all(filters={"AND": [{"user_id": uid}]})) != []
+    with pytest.raises(InvalidFilterError, match="non-empty list"):  # what the scope leaves is still checked
+        mem.get_all(filters={"user_id": uid, "AND": []})
     # agreeing both ways is fine; the other tenant's id sees only the other tenant
     assert ids(mem.search("spicy ramen", user_id=uid, filters={"user_id": uid})) == by_args
     assert food not in ids(mem.get_all(filters={"user_id": other}))
@@ -97,6 +99,7 @@ def test_agent_and_run_ids_in_filters(mem: Memory, uid: str) -> None:
     ({"filters": {"OR": [{"user_id": "a"}, {"user_id": "b"}]}}, "needs a scope"),  # not a scope: either
     ({"filters": {"user_id": {"in": ["a", "b"]}}}, "needs a scope"),
     ({"filters": {"user_id": 5}}, "must be a string"),
+    ({"filters": {"AND": []}}, "needs a scope"),
 ])
 def test_a_scope_that_is_not_one_is_refused(mem: Memory, kwargs: dict[str, Any], needle: str) -> None:
     for call in (lambda: mem.search("x", **kwargs), lambda: mem.get_all(**kwargs)):
