@@ -39,6 +39,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
+    from .mem0 import Mem0CompatWarning, Mem0ConfigWarning
     from .memory import AsyncMemory, Memory
     from .models import MemoryType, Scope
 
@@ -46,6 +47,8 @@ __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     "AsyncMemory": ".memory",
+    "Mem0CompatWarning": ".mem0",
+    "Mem0ConfigWarning": ".mem0",
     "Memory": ".memory",
     "MemoryConfig": ".config",
     "MemoryType": ".models",
@@ -64,6 +67,8 @@ __all__ = [
     "InvalidFilterError",
     "InvalidInputError",
     "LLMError",
+    "Mem0CompatWarning",
+    "Mem0ConfigWarning",
     "Memory",
     "MemoryConfig",
     "MemoryType",

@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import inputs
+from . import mem0 as compat
 from .config import MemoryConfig
 from .embedding import Embedder, create_embedder
-from .errors import InvalidInputError, NotFoundError, short
+from .errors import InvalidInputError, NotFoundError, ScopeError, short
 from .extraction import Extractor
 from .inputs import MessagesInput
 from .models import (
@@ -58,8 +59,12 @@ class Memory:
     ) -> None:
         """Every part is optional: ``embedder``, ``store`` (unopened), ``reranker`` and ``extractor``
         replace what the configuration would build, e.g. a store of your own or an extractor for
-        your domain (any :class:`~graphmem.extraction.Extractor`)."""
-        self.config = MemoryConfig.load(config)
+        your domain (any :class:`~graphmem.extraction.Extractor`).
+
+        A mem0-style ``config`` is translated (:mod:`graphmem.mem0`), and such a Memory also takes
+        mem0's unscoped by-id calls for the ids it has returned (:class:`~graphmem.mem0.ScopeMemo`)."""
+        self.config = compat.load_config(config)
+        self._ids = compat.ScopeMemo() if compat.is_mem0_config(config) else None
         self.embedder = embedder or create_embedder(self.config.embedder)
         self.store = store or create_store(self.config)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
@@ -86,6 +91,8 @@ class Memory:
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> Memory:
+        """A graphmem configuration, or a mem0-style one (translated, with one ``Mem0ConfigWarning``
+        naming what has no equivalent; see :mod:`graphmem.mem0`)."""
         return cls(config)
 
     def close(self) -> None:
@@ -119,6 +126,9 @@ class Memory:
         already in the same scope are not stored again; they come back with ``event: "NONE"`` and the
         existing id.
 
+        ``memory_type`` also takes mem0's names (``"procedural_memory"``): the memories this call
+        stores get that type (mem0 instead summarizes the messages into one procedural memory).
+
         ``infer=True`` (default) chunks the conversation by token budget and extracts memories, entities
         and triples from every chunk: with the configured LLM, else with the rule-based extractor.
         ``infer=False`` stores each message verbatim.
@@ -137,11 +147,13 @@ class Memory:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
         msgs = inputs.messages(messages, limits)
         meta = inputs.metadata(metadata, limits)
-        mtype = inputs.memory_type(memory_type)
+        mtype = inputs.memory_type(compat.memory_type(memory_type))
         event_time = inputs.when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
         request = AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
-        return self._ingestor.add(request, now)
+        out = self._ingestor.add(request, now)
+        self._remember(out["results"], scope)
+        return out
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
@@ -183,6 +195,7 @@ class Memory:
         memory_id: str,
         data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -190,12 +203,14 @@ class Memory:
         infer: bool = True,
     ) -> dict[str, Any]:
         """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key).
+        ``text`` is mem0 2.x's name for ``data``.
 
         A new text is also re-extracted (``infer``): the graph facts the old text alone supported
         go, the new text's facts are checked and linked, in the same transaction as the update.
         """
-        scope = Scope.of(user_id, agent_id, run_id)
+        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
+        data = compat.pick_text(data, text)
         inputs.metadata(metadata, self.config.limits)
         infer = inputs.flag(infer, "infer")
         if data is None and metadata is None:
@@ -203,23 +218,26 @@ class Memory:
         limit = self.config.limits.max_memory_chars
         text = clean_text(data, what="data", max_chars=limit) if data is not None else None
         meta = inputs.metadata(metadata) if metadata is not None else None
-        return update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
+        out = update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
+        self._remember([out], scope)
+        return {**out, "message": "memory updated"}
 
     def delete(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
-        scope = Scope.of(user_id, agent_id, run_id)
+        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         if not self.store.delete([memory_id], scope, utcnow()):
             raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
-        return {"id": memory_id, "event": EventType.DELETE.value}
+        return {"id": memory_id, "event": EventType.DELETE.value, "message": "memory deleted"}
 
     def delete_all(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
         """Delete every memory in the scope, and nothing outside it."""
         scope = Scope.of(user_id, agent_id, run_id)
-        return {"deleted": self.store.delete_scope(scope, utcnow()), "scope": dict(scope.items())}
+        n = self.store.delete_scope(scope, utcnow())
+        return {"deleted": n, "scope": dict(scope.items()), "message": f"{n} memories deleted"}
 
     def reset(self) -> None:
         """Delete every memory and history event of every tenant. Administration only."""
@@ -234,7 +252,7 @@ class Memory:
     def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
-        scope = Scope.of(user_id, agent_id, run_id)
+        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         record = self.store.get(memory_id, scope)
         if record is None:
@@ -249,22 +267,28 @@ class Memory:
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
+        top_k: int | None = None,
     ) -> dict[str, Any]:
-        scope = Scope.of(user_id, agent_id, run_id)
+        """The scope's memories, newest first. mem0-style, the scope may sit in ``filters``
+        (``filters={"user_id": "u1"}``) and the count be ``top_k`` (mem0 2.x) for ``limit``."""
+        scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
         flt = inputs.filters(filters, self.config.limits)
         limits = self.config.limits
-        n = inputs.positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
-        return {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
+        n = inputs.positive(compat.pick_count(top_k, limit), limits.get_all_limit, "limit", limits.max_list_limit,
+                            "limits.max_list_limit")
+        out = {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
+        self._remember(out["results"], scope)
+        return out
 
     def history(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> list[dict[str, Any]]:
-        scope = Scope.of(user_id, agent_id, run_id)
+        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         events = self.store.history(memory_id, scope)
         if not events:
             raise NotFoundError(f"no history for memory {short(memory_id)} in scope {dict(scope.items())}")
-        return [e.public() for e in events]
+        return [compat.history_row(e.public()) for e in events]
 
     # -- the knowledge graph, read ------------------------------------------------------------------
     def entities(
@@ -318,7 +342,9 @@ class Memory:
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
+        limit: int | None = None,
         threshold: float | None = None,
+        rerank: bool | None = None,
         explain: bool = False,
         as_of: datetime | str | None = None,
         since: datetime | str | None = None,
@@ -336,10 +362,16 @@ class Memory:
         each result carries its per-signal scores and graph path, and the answer its round trips.
         ``vector``: the query's embedding by this store's embedder, when the caller already has it
         (an agent that embedded the message for something else): search then does not embed again.
+
+        mem0's conventions work too: the scope inside ``filters`` (``filters={"user_id": "u1"}``),
+        ``limit`` (mem0 1.x) for ``top_k``, and ``rerank``: ``None`` (default) reranks when a reranker
+        is configured, ``False`` skips it for this call, ``True`` with none configured warns
+        (``Mem0CompatWarning``) and keeps the fused order, as mem0 does without a reranker.
         """
         from .search.engine import SearchRequest, run_search
 
-        scope = Scope.of(user_id, agent_id, run_id)
+        scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
+        count = compat.pick_count(top_k, limit)
         limits = self.config.limits
         text = clean_text(query, what="query", max_chars=limits.max_memory_chars)
         times = {name: inputs.when(value, name) for name, value in (("as_of", as_of), ("since", since),
@@ -348,21 +380,41 @@ class Memory:
             raise InvalidInputError("since must be before until")
         req = SearchRequest(
             scope=scope, text=text,
-            k=inputs.positive(top_k, self.config.search.top_k, "top_k", limits.max_top_k, "limits.max_top_k"),
+            k=inputs.positive(count, self.config.search.top_k, "top_k", limits.max_top_k, "limits.max_top_k"),
             flt=inputs.filters(filters, limits),
             threshold=self.config.search.threshold if threshold is None else inputs.threshold(threshold),
             explain=inputs.flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
             until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
         )
+        rerank = None if rerank is None else inputs.flag(rerank, "rerank")
+        reranker = None if rerank is False else self._reranker()
+        if rerank and reranker is None:
+            compat.warn_no_reranker()
         cfg = self.config.search
         tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
-        out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, self._reranker(),
+        out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, reranker,
                          self._access.uses if tracked else None)
+        self._remember(out["results"], scope)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
             if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):
                 self._access.flush(self.store)
         return out
+
+    def _scope_of(self, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> Scope:
+        """A by-id call's scope: the one given; without one, on a mem0-style Memory, the scope of the
+        result this Memory returned the id in (mem0 does not scope by-id calls)."""
+        if self._ids is None or user_id is not None or agent_id is not None or run_id is not None:
+            return Scope.of(user_id, agent_id, run_id)
+        scope = self._ids.scope_of(memory_id) if isinstance(memory_id, str) else None
+        if scope is None:
+            raise ScopeError(f"memory {short(memory_id, 60)} was not returned by this Memory, so its scope is "
+                             "unknown: pass user_id, agent_id and/or run_id")
+        return scope
+
+    def _remember(self, items: Sequence[dict[str, Any]], scope: Scope) -> None:
+        if self._ids is not None:
+            self._ids.remember(items, scope)
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""
