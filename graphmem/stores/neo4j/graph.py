@@ -2,7 +2,9 @@
 that hold a graph, quarantine entries, and the subgraph a search's neighbourhood query returns.
 
 Each function runs in a transaction the caller opened (a read, or a write's check), so a write can
-read the graph it is about to change under its own locks.
+read the graph it is about to change under its own locks. The primitive graph reads of the store
+contract (entities, entity_memories, memory_entities, facts, records) belong here, their Cypher in
+:mod:`.cypher.graph`.
 """
 
 from __future__ import annotations

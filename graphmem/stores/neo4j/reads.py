@@ -7,7 +7,7 @@ from typing import Any
 
 from ...filters import Filter
 from ...models import HistoryEvent, MemoryRecord, Scope
-from .cypher import exact_scope_where, hint, scope_where
+from .cypher import conjunction, exact_scope_where, hint, scope_where
 from .cypher import memories as q
 from .filters import Params, compile_filter
 from .records import live_dict, to_history, to_record
@@ -40,7 +40,7 @@ def list_memories(db: Db, scope: Scope, flt: Filter | None, limit: int) -> list[
     params: dict[str, Any] = {"limit": int(limit)}
     where = scope_where(scope, "m", params)
     if flt is not None:
-        where += " AND " + compile_filter(flt, "m", fp)
+        where = conjunction(where, compile_filter(flt, "m", fp))
         params.update(fp.values)
     query = q.list_memories(hint(scope), where)
     rows = db.read("list", lambda tx: tx.run(query, params).data())

@@ -20,7 +20,7 @@ from ...filters import Filter
 from ...models import Scope
 from ..base import SEED_MIN_COSINE, Candidates, GraphQuery, Records, Subgraph, Vector, seed_ids
 from ..text import lucene_query
-from .cypher import graph_record_proj, hint, scope_where, statement
+from .cypher import conjunction, graph_record_proj, hint, scope_where, statement
 from .cypher import search as q
 from .filters import Params, compile_filter
 from .graph import read_subgraph
@@ -104,7 +104,7 @@ def candidate_plan(
     in_scope = scope_where(scope, "m", params)
     cond = in_scope
     if flt is not None:
-        cond += " AND " + compile_filter(flt, "m", fp)
+        cond = conjunction(cond, compile_filter(flt, "m", fp))
         params.update(fp.values)
     # Exact index scores: rows are fetched for the scope's share and the HNSW recall only (2k,
     # at least _KK_FLOOR). A quantized index's hits are re-scored, so the true top k must be among
@@ -162,13 +162,13 @@ def finish_candidates(db: Db, plan: CandidatePlan, row: Record | None, big_until
         parts, columns = [], []
         if redo_vector and widen:
             params["kk2"] = kk2 = min(kk * 16, _KK_WIDE_MAX)
-            parts.append(q.subquery(q.index_vector(cond, "$kk2", plan.exact_index)))
+            parts.append(q.wider_vector_hits(cond, plan.exact_index))
             columns += ["vh", "vraw"]
         elif redo_vector:
-            parts.append(q.subquery(q.exact_vector(hint_clause, cond)))
+            parts.append(q.exact_vector_hits(hint_clause, cond))
             columns.append("vh")
         if redo_text:
-            parts.append(q.subquery(q.index_fulltext(cond, "{}", plan.vector)))
+            parts.append(q.all_text_hits(cond, plan.vector))
             columns.append("fh")
         again = db.single("search fallback", statement(parts, columns), params)
         if again is None:
@@ -209,10 +209,10 @@ def neighbourhood(
     params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
     cond = scope_where(scope, "m", params)
     if flt is not None:
-        cond += " AND " + compile_filter(flt, "m", fp)
+        cond = conjunction(cond, compile_filter(flt, "m", fp))
         params.update(fp.values)
-    body = q.neighbourhood_cypher(scope, query, params, seeds="$g_seeds", skip="[]", records_where=cond,
-                                  record_proj=graph_record_proj(vec is not None))
+    proj = graph_record_proj(vec is not None)
+    body = q.neighbourhood_alone(scope, query, params, records_where=cond, record_proj=proj)
     row = db.single("neighbourhood", statement([body], q.SUBGRAPH_COLUMNS), params)
     if row is None:
         raise StoreError("Neo4j neighbourhood returned no row")
@@ -249,10 +249,8 @@ def search(
     params = plan.params
     params["g_seed_n"] = n
     params["g_seed_min"] = SEED_MIN_COSINE
-    vh = "vh" if plan.vector else "[]"
-    fh = "fh" if plan.text else "[]"
-    body = q.neighbourhood_cypher(
-        scope, graph_query, params, seeds=q.seed_ids(vh, fh), skip=q.hit_ids(vh, fh), records_where=plan.cond,
+    body = q.neighbourhood_after_hits(
+        scope, graph_query, params, vector=plan.vector, text=plan.text, records_where=plan.cond,
         record_proj=graph_record_proj(plan.vector), carry=plan.columns,
     )
     row = db.single("search", statement([*plan.parts, body], [*plan.columns, *q.SUBGRAPH_COLUMNS]), params)

@@ -127,6 +127,11 @@ def labels_clause(labels: Sequence[str]) -> str:
     return "".join(f":`{label}`" for label in labels)
 
 
+def conjunction(*conditions: str) -> str:
+    """All of ``conditions`` (Cypher boolean expressions)."""
+    return " AND ".join(conditions)
+
+
 def statement(parts: Sequence[str], columns: Sequence[str]) -> str:
     """Clauses and the columns they leave, as one statement."""
     return " ".join(parts) + " RETURN " + ", ".join(columns)

@@ -222,8 +222,6 @@ def delete_scope_quarantine(scope: Scope, params: dict[str, Any]) -> str:
     return _DELETE_QUARANTINE.format(hint=hint(scope, "q", "Quarantine"), scope=scope_where(scope, "q", params))
 
 
-
-
 # --------------------------------------------------------------------------------------------------
 # Graph reads (room here and in graph.py for the primitive reads: entities, entity_memories,
 # memory_entities, facts, records)

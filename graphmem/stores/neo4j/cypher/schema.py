@@ -101,8 +101,6 @@ def reset_label(label: str, batch: int) -> str:
     return f"MATCH (n:{label}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF {batch} ROWS"
 
 
-
-
 # --------------------------------------------------------------------------------------------------
 # Analyst Cypher
 

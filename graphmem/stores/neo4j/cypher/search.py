@@ -107,18 +107,19 @@ def text_hits(cond: str, with_vector: bool) -> str:
     return f"CALL ({imports}) {{ {index_fulltext(cond, '{limit: kk}', with_vector, skip_vh=with_vector)} }}"
 
 
-def subquery(body: str) -> str:
-    """A fallback's part: ``body`` as a unit subquery."""
-    return f"CALL () {{ {body} }}"
+def wider_vector_hits(cond: str, exact_index: bool) -> str:
+    """A fallback: ``$kk2`` index rows for the vector hits ``vh`` (and ``vraw``)."""
+    return f"CALL () {{ {index_vector(cond, '$kk2', exact_index)} }}"
 
 
-def seed_ids(vh: str, fh: str) -> str:
-    """``base.seed_ids`` in Cypher: hits hold (1 + cos) / 2, the cosine is 2 * s - 1."""
-    return f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
+def exact_vector_hits(hint_clause: str, cond: str) -> str:
+    """A fallback: the vector hits ``vh`` of an exact pass over the scope."""
+    return f"CALL () {{ {exact_vector(hint_clause, cond)} }}"
 
 
-def hit_ids(vh: str, fh: str) -> str:
-    return f"[h IN {vh} | h.id] + [h IN {fh} | h.id]"
+def all_text_hits(cond: str, sim: bool) -> str:
+    """A fallback: the full-text hits ``fh`` from every index hit (no limit)."""
+    return f"CALL () {{ {index_fulltext(cond, '{}', sim)} }}"
 
 
 def nearest_index(cond: str, exact_index: bool) -> str:
@@ -203,6 +204,29 @@ def _linking_cypher(q: GraphQuery, params: dict[str, Any], in_scope: str, scope_
         "RETURN reduce(acc = [], p IN per_key | CASE WHEN p[1] IS NULL OR size(acc) >= $g_max_seeds "
         "OR p[1] IN [y IN acc | y[1]] THEN acc ELSE acc + [p] END) AS g_linked }"
     )
+
+
+def neighbourhood_alone(
+    scope: Scope, q: GraphQuery, params: dict[str, Any], *, records_where: str, record_proj: str
+) -> str:
+    """:func:`neighbourhood_cypher` as a query of its own: the seeds are ``$g_seeds``, no record is
+    known already."""
+    return neighbourhood_cypher(scope, q, params, seeds="$g_seeds", skip="[]", records_where=records_where,
+                                record_proj=record_proj)
+
+
+def neighbourhood_after_hits(
+    scope: Scope, q: GraphQuery, params: dict[str, Any], *, vector: bool, text: bool, records_where: str,
+    record_proj: str, carry: Sequence[str],
+) -> str:
+    """:func:`neighbourhood_cypher` appended to the candidates' clauses: seeds from their hit lists
+    (``vh`` with a ``vector``, ``fh`` with a ``text``), as ``base.seed_ids`` picks them (hits hold
+    (1 + cos) / 2, the cosine is 2 * s - 1), and the hits' records not read again."""
+    vh = "vh" if vector else "[]"
+    fh = "fh" if text else "[]"
+    seeds = f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
+    return neighbourhood_cypher(scope, q, params, seeds=seeds, skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]",
+                                records_where=records_where, record_proj=record_proj, carry=carry)
 
 
 def neighbourhood_cypher(
