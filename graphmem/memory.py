@@ -434,7 +434,7 @@ class Memory:
         A query that would write raises ``ReadOnlyError``; one that reads but escapes the graph
         (``LOAD CSV`` of server files or URLs, ``SHOW``/``TERMINATE TRANSACTIONS``, ``SHOW
         SETTINGS``, another database, a procedure or non-built-in function outside the allow-list in
-        :mod:`graphmem.stores.neo4j_cypher`) raises ``CypherRefusedError`` (a ``ReadOnlyError``).
+        :mod:`graphmem.stores.neo4j.analyst`) raises ``CypherRefusedError`` (a ``ReadOnlyError``).
         The server stops a query after ``store.cypher_timeout_s`` (``QueryTimeoutError``); more than
         ``store.cypher_max_rows`` rows raise ``RowLimitError`` instead of a silently cut result.
         ``params`` hold JSON-like values (plus dates and times); others raise ``InvalidInputError``.

@@ -141,11 +141,14 @@ def test_removed_search_keys_warn_that_they_have_no_effect() -> None:
 
 def test_stores_take_their_own_section_only() -> None:
     """The store is built from ``store`` alone: search settings reach it through each call."""
+    import importlib
     import inspect
+    import pkgutil
 
     from graphmem.stores import neo4j, sqlite
 
-    for module in (neo4j, sqlite):
+    package = [importlib.import_module(f"{neo4j.__name__}.{m.name}") for m in pkgutil.walk_packages(neo4j.__path__)]
+    for module in (neo4j, *package, sqlite):
         assert "SearchConfig" not in inspect.getsource(module)
     assert list(inspect.signature(neo4j.Neo4jStore).parameters) == ["config"]
 

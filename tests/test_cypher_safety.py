@@ -26,7 +26,7 @@ import pytest
 from graphmem import InvalidInputError, Memory, MemoryConfig, ReadOnlyError, StoreError, StoreUnavailableError
 from graphmem.embedding import HashingEmbedder
 from graphmem.errors import CypherRefusedError, QueryTimeoutError, RowLimitError
-from graphmem.stores import neo4j_cypher as analyst
+from graphmem.stores.neo4j import analyst
 
 from .conftest import IN_CI, NEO4J_PASSWORD, make_config
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graphmem.ontology.naming import local_name, neo4j_label, neo4j_type
-from graphmem.stores.neo4j_graph import class_labels, rel_type
+from graphmem.stores.neo4j.naming import class_labels, rel_type
 
 
 @pytest.mark.parametrize(("iri", "label", "rtype"), [

@@ -500,8 +500,8 @@ def test_cut_short_hits(worlds: tuple[World, World], monkeypatch: pytest.MonkeyP
     neighbourhood is read again)."""
     lite, neo = worlds
     assert isinstance(neo.mem.store, Neo4jStore)
-    monkeypatch.setattr("graphmem.stores.neo4j._KK_FLOOR", 1)
-    monkeypatch.setattr("graphmem.stores.neo4j._QUANTIZED_OVERFETCH", 1)
+    monkeypatch.setattr("graphmem.stores.neo4j.search._KK_FLOOR", 1)
+    monkeypatch.setattr("graphmem.stores.neo4j.search._QUANTIZED_OVERFETCH", 1)
     indexed = Neo4jStore(neo.mem.config.store.model_copy(update={"vector_exact_max": 0}))
     indexed.open(EMBEDDER.name, EMBEDDER.dims)
     scope = Scope(user_id=neo.uid)

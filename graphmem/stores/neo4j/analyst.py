@@ -1,4 +1,4 @@
-"""What an analyst's Cypher may do on Neo4j: the checks behind :meth:`Neo4jStore.cypher`.
+"""Analysts' Cypher on Neo4j: what it may do, and the runner behind ``Neo4jStore.cypher``.
 
 A READ transaction stops writes, but not everything a read-only plan can do: ``LOAD CSV`` reads
 files on the database host and fetches URLs (server-side request forgery), ``TERMINATE
@@ -18,9 +18,22 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from neo4j import READ_ACCESS
+from neo4j import exceptions as neo4j_errors
 from neo4j import time as neo4j_time
 
-from ..errors import CypherRefusedError, InvalidInputError, short
+from ...errors import (
+    CypherRefusedError,
+    GraphmemError,
+    InvalidInputError,
+    QueryTimeoutError,
+    ReadOnlyError,
+    RowLimitError,
+    short,
+)
+from .cypher.schema import BUILTIN_FUNCTIONS, EXPLAIN
+from .records import plain
+from .session import Db
 
 __all__ = [
     "ALLOWED_COMMANDS",
@@ -30,6 +43,7 @@ __all__ = [
     "check_plan",
     "check_query",
     "check_statement",
+    "run",
 ]
 
 ALLOWED_PROCEDURES: Final = frozenset({
@@ -54,6 +68,7 @@ ALLOWED_COMMANDS: Final = frozenset({"ShowIndexes", "ShowConstraints", "ShowProc
 (other sessions' queries and parameters), ``SHOW SETTINGS`` (server paths and configuration) and
 every ``TERMINATE`` or administration command are refused."""
 
+_QUERY_KIND: Final = {"rw": "read and write", "w": "write", "s": "change the schema"}
 _LOAD_CSV: Final = "LOAD CSV is refused: it reads files on the database server and fetches URLs on its behalf"
 _IN_TRANSACTIONS: Final = frozenset({"TransactionApply", "TransactionForeach"})
 _MAX_DEPTH: Final = 64
@@ -281,3 +296,66 @@ def check_functions(functions: set[str], builtin: set[str]) -> None:
             f"function {short(refused[0])} is not built into Neo4j; analyst Cypher calls only built-in "
             "functions and the allow-listed procedures"
         )
+
+
+# -------------------------------------------------------------------------------------- the runner
+
+
+def run(db: Db, query: str, params: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Analysts' Cypher, safe by default, because a READ transaction alone still lets a query
+    read server files and URLs (``LOAD CSV``), kill other sessions' transactions or call
+    procedures that change server state. ``EXPLAIN`` first, in the same transaction: the plan
+    must be a read (query type ``r``) with none of those (the checks above decide from the
+    operators and the statement's tokens, never from text inside literals). The transaction's
+    server-side timeout is ``store.cypher_timeout_s``; reading stops past ``store.cypher_max_rows``."""
+    text = check_query(query)
+    args = check_params(params)
+    timeout, cap = db.cfg.cypher_timeout_s, db.cfg.cypher_max_rows
+    rows: list[dict[str, Any]] = []
+    with db.errors("analyst query", write=False), db.session(READ_ACCESS) as session:
+        try:
+            with session.begin_transaction(timeout=timeout, metadata={"app": "graphmem-cypher"}) as tx:
+                summary = tx.run(EXPLAIN + text, args).consume()
+                check_plan(summary.plan, summary.database)
+                if summary.query_type != "r":
+                    would = _QUERY_KIND.get(str(summary.query_type), str(summary.query_type))
+                    raise ReadOnlyError(
+                        f"graphmem's Cypher access is read-only, and this query would {would}; writes "
+                        "go through add/update/delete so that the ontology guard and provenance hold"
+                    )
+                functions = check_statement(text)
+                if functions:
+                    names = sorted(f.lower() for f in functions)
+                    check_functions(functions, {r["name"] for r in tx.run(BUILTIN_FUNCTIONS, names=names)})
+                for record in tx.run(text, args):
+                    if len(rows) >= cap:
+                        raise RowLimitError(
+                            f"the analyst query returns more than store.cypher_max_rows = {cap} rows; add a "
+                            "LIMIT (SKIP and LIMIT to page) or raise store.cypher_max_rows "
+                            "(GRAPHMEM_STORE__CYPHER_MAX_ROWS)"
+                        )
+                    rows.append(record.data())
+        except neo4j_errors.Neo4jError as exc:
+            failure = analyst_failure(exc, timeout)
+            if failure is None:
+                raise
+            raise failure from exc
+    return [{k: plain(v) for k, v in row.items()} for row in rows]
+
+
+def analyst_failure(exc: neo4j_errors.Neo4jError, timeout: float) -> GraphmemError | None:
+    """What an analyst query's server error means to the analyst: a timeout or a fault of the
+    query itself get their own type (the server's message cut short); ``None``: ``Db.errors`` maps it."""
+    code, message = exc.code or "", exc.message or str(exc)
+    message = message if len(message) <= 300 else message[:299] + "…"  # it quotes the whole query
+    if "TransactionTimedOut" in code:
+        return QueryTimeoutError(
+            f"the analyst query ran longer than store.cypher_timeout_s = {timeout:g} s, so Neo4j stopped it; "
+            "narrow it (a LIMIT, a more selective MATCH) or raise store.cypher_timeout_s "
+            "(GRAPHMEM_STORE__CYPHER_TIMEOUT_S)"
+        )
+    if code == "Neo.ClientError.Statement.AccessMode":
+        return ReadOnlyError(f"graphmem's Cypher access is read-only: {message}")
+    if code.startswith(("Neo.ClientError.Statement.", "Neo.ClientError.Procedure.")):
+        return InvalidInputError(f"Neo4j refused the analyst query: {message}")
+    return None

@@ -1,0 +1,203 @@
+"""Reads of the knowledge graph: entities by key or vector, an entity's context, facts, the scopes
+that hold a graph, quarantine entries, and the subgraph a search's neighbourhood query returns.
+
+Each function runs in a transaction the caller opened (a read, or a write's check), so a write can
+read the graph it is about to change under its own locks. The primitive reads the graph walk of
+:mod:`graphmem.stores.walk` runs on are here too (the records of a walk are search's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from neo4j import ManagedTransaction
+
+from ...models import Entity, QuarantineEntry, Relation, Scope, to_utc
+from ..base import EntityQuery, FactQuery, GraphContext, Subgraph
+from .cypher import conjunction, exact_scope_where, scope_where
+from .cypher import graph as q
+from .records import gone, to_entity, to_quarantine, to_relation, unique
+
+
+def find_entities(
+    tx: ManagedTransaction, scope: Scope, keys: Sequence[str], *, exact: bool = True
+) -> dict[str, Entity]:
+    """By key (index seek on ``Entity.key``) or alias key (scan of the scope through its index);
+    ``exact``: in exactly ``scope``, else in every scope it contains."""
+    wanted = unique(keys)
+    if not wanted:
+        return {}
+    params: dict[str, Any] = {"keys": wanted}
+    fence = exact_scope_where(scope, "e", params) if exact else scope_where(scope, "e", params)
+    out: dict[str, Entity] = {}
+    for rec in tx.run(q.find_entities(scope, fence), params):
+        if gone(rec["ent"]):
+            continue
+        entity: Entity | None = None
+        for key in rec["hits"]:
+            if key not in out:
+                entity = entity or to_entity(rec["ent"])
+                out[key] = entity
+    return out
+
+
+def similar_entities(
+    tx: ManagedTransaction, scope: Scope, vectors: list[list[float]]
+) -> list[tuple[Entity, float] | None]:
+    """Exact cosine over the scope's entities (found through the scope index), best per query.
+
+    ``vector.similarity.cosine`` returns (1 + cos) / 2, mapped back to cos in the query."""
+    params: dict[str, Any] = {"vecs": vectors}
+    query = q.similar_entities(scope, exact_scope_where(scope, "e", params))
+    found: dict[int, tuple[Entity, float]] = {
+        rec["i"]: (to_entity(rec["ent"]), float(rec["score"])) for rec in tx.run(query, params) if not gone(rec["ent"])
+    }
+    return [found.get(i) for i in range(len(vectors))]
+
+
+def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+    """The entities in scope, every open fact touching them, and the entities at the other ends."""
+    ctx = GraphContext()
+    ids = unique(entity_ids)
+    if not ids:
+        return ctx
+    params: dict[str, Any] = {"ids": ids}
+    for rec in tx.run(q.entities_by_id(scope_where(scope, "e", params)), params):
+        if not gone(rec["e"]):
+            ctx.entities[rec["e"]["id"]] = to_entity(rec["e"])
+    if not ctx.entities:
+        return ctx
+    found = list(ctx.entities)
+    seen: set[str] = set()
+    for rec in tx.run(q.OPEN_FACTS_OF, found=found):
+        row = rec.data()
+        if gone(row["fact"]) or row["fact"]["id"] in seen:
+            continue
+        rel = to_relation(row)
+        seen.add(rel.id)
+        ctx.relations.append(rel)
+        for other in (row["s_ent"], row["o_ent"]):
+            if other is not None and not gone(other) and other["id"] not in ctx.entities:
+                ctx.entities[other["id"]] = to_entity(other)
+    return ctx
+
+
+def _page(params: dict[str, Any], var: str, after: tuple[datetime, str] | None, limit: int | None) -> tuple[str, str]:
+    """The keyset condition (or ``"true"``) and the LIMIT clause of a page."""
+    cond = "true"
+    if after is not None:
+        params.update(after_t=to_utc(after[0]), after_id=after[1])
+        cond = q.after(var)
+    return cond, "" if limit is None else f" LIMIT {int(limit)}"
+
+
+def list_entities(tx: ManagedTransaction, scope: Scope, query: EntityQuery) -> list[Entity]:
+    params: dict[str, Any] = {}
+    where = [scope_where(scope, "e", params)]
+    if query.contains is not None:
+        params["contains"] = query.contains
+        where.append(q.ENTITY_CONTAINS)
+    if query.classes:
+        params["classes"] = list(query.classes)
+        where.append(q.ENTITY_CLASSES)
+    cond, limit = _page(params, "e", query.after, query.limit)
+    rows = (rec["e"] for rec in tx.run(q.list_entities(scope, conjunction(*where, cond), limit), params))
+    return [to_entity(row) for row in rows if not gone(row)]
+
+
+def list_facts(tx: ManagedTransaction, scope: Scope, query: FactQuery) -> list[Relation]:
+    params: dict[str, Any] = {}
+    where = [scope_where(scope, "r", params)]
+    if query.memory_id is not None:
+        params["mid"] = query.memory_id
+        where.append(q.FACT_OF_MEMORY)
+    if query.relations:
+        params["rels"] = list(query.relations)
+        where.append(q.FACT_RELATIONS)
+    if query.as_of is not None:
+        params["as_of"] = to_utc(query.as_of)
+        where.append(q.FACT_VALID_AT)
+    elif not query.include_closed:
+        where.append(q.FACT_OPEN)
+    cond, limit = _page(params, "r", query.after, query.limit)
+    if query.entity_ids:
+        params["eids"] = unique(query.entity_ids)
+        text = q.list_facts_of(conjunction(*where, cond), limit)
+    else:
+        text = q.list_facts(scope, scope_where(scope, "s", params), conjunction(*where, cond), limit)
+    return [to_relation(row) for row in (rec.data() for rec in tx.run(text, params)) if not gone(row["fact"])]
+
+
+# -- the primitive reads of the walk (stores/walk.py) ---------------------------------------------
+
+
+def entities(tx: ManagedTransaction, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+    params: dict[str, Any] = {"ids": unique(ids)}
+    rows = (rec["e"] for rec in tx.run(q.entities_by_id(scope_where(scope, "e", params)), params))
+    return {row["id"]: to_entity(row) for row in rows if not gone(row)}
+
+
+def entity_memories(
+    tx: ManagedTransaction, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+) -> dict[str, tuple[int, list[str]]]:
+    params: dict[str, Any] = {"ids": unique(ids), "limit": int(limit), "hub": int(hub_degree)}
+    found = tx.run(q.entity_memories(scope_where(scope, "e", params)), params)
+    return {rec["id"]: (int(rec["d"]), list(rec["mids"])) for rec in found if rec["id"] is not None}
+
+
+def memory_entities(tx: ManagedTransaction, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+    params: dict[str, Any] = {"mids": unique(memory_ids)}
+    found = tx.run(q.memory_entities(scope_where(scope, "e", params)), params)
+    return [(rec["mid"], rec["eid"]) for rec in found if rec["eid"] is not None]
+
+
+def facts(
+    tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int,
+    support: int,
+) -> list[Relation]:
+    params: dict[str, Any] = {"ids": unique(entity_ids), "limit": int(limit), "support": int(support)}
+    if as_of is not None:
+        params["as_of"] = to_utc(as_of)
+    valid = q.FACT_OPEN if as_of is None else q.FACT_VALID_AT
+    rows = (rec.data() for rec in tx.run(q.facts(conjunction(valid, scope_where(scope, "r", params))), params))
+    return sorted((to_relation(row) for row in rows if not gone(row["fact"])), key=lambda r: r.id)
+
+
+def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
+    rows = tx.run(q.GRAPH_SCOPES).data()
+    found = {(r["user_id"], r["agent_id"], r["run_id"]) for r in rows}
+    found.discard((None, None, None))
+
+    def order(s: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
+        return tuple((v is not None, v or "") for v in s)  # NULL first, as SQL sorts it
+
+    return [Scope(user_id=u, agent_id=a, run_id=r) for u, a, r in sorted(found, key=order)]
+
+
+def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> list[QuarantineEntry]:
+    params: dict[str, Any] = {}
+    where = scope_where(scope, "q", params)
+    if status is not None:
+        params["status"] = status
+    return [to_quarantine(rec["entry"]) for rec in tx.run(q.quarantined(scope, where, status is not None), params)]
+
+
+def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
+    """The :class:`Subgraph` of a row with ``SUBGRAPH_COLUMNS`` (records left to the caller, raw)."""
+    sub = Subgraph()
+    for key, eid in row["g_linked"]:
+        sub.linked[key] = eid
+    pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
+    sub.seeds = sorted({eid for _, eid in pairs})
+    for item in row["g_ents"]:
+        if gone(item["e"]):
+            continue
+        ent = to_entity(item["e"])
+        sub.entities[ent.id] = ent
+        sub.degree[ent.id] = int(item["deg"])
+        pairs.update((mid, ent.id) for mid in item["mids"])
+    sub.mentions = sorted(pairs)
+    sub.relations = sorted((to_relation(r) for r in row["g_rels"] if not gone(r["fact"])), key=lambda r: r.id)
+    return sub, list(row["g_recs"])

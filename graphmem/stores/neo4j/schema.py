@@ -1,0 +1,149 @@
+"""Opening a Neo4j store: schema creation, the embedder pin and the index checks; and ``optimize``,
+which rebuilds the search indexes."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Final
+
+from neo4j import ManagedTransaction, Session
+from neo4j import exceptions as neo4j_errors
+
+from ...errors import ConfigError, SchemaMismatchError
+from .cypher import schema as q
+from .session import Db
+
+log = logging.getLogger("graphmem")
+
+SCHEMA_VERSION: Final = 1
+REBUILT_INDEXES: Final = ("memory_text", "entity_link", "entity_embedding", "memory_embedding")
+"""What ``optimize`` rebuilds: the Lucene-backed indexes search reads."""
+_REBUILD_TIMEOUT_S: Final = 3_600
+
+
+def bootstrap(db: Db, embedder: str, dims: int) -> bool:
+    """Bootstrap the schema idempotently and pin the embedder (refusing another); return whether
+    the memory vector index is exact (see :func:`index_is_exact`)."""
+    location = db.location()
+    with db.errors("schema bootstrap", write=True), db.session() as session:
+        _check_meta(session, location, embedder, dims)
+        _check_vector_index(session, location, dims)
+        _check_analyzer(session, location, db.cfg.fulltext_analyzer)
+        for statement in q.schema_statements(dims, db.cfg.fulltext_analyzer):
+            _create(session, statement)
+        session.execute_write(_write_meta, embedder, dims)
+        _identity_schema(session)
+        _check_meta(session, location, embedder, dims)
+        session.run(q.AWAIT_INDEXES).consume()
+        return index_is_exact(session, location)
+
+
+def _create(session: Session, statement: str) -> None:
+    try:
+        session.run(statement).consume()
+    except neo4j_errors.ClientError as exc:
+        # Another process created the same rule between IF NOT EXISTS and commit.
+        if "EquivalentSchemaRuleAlreadyExists" not in (exc.code or ""):
+            raise
+
+
+def _identity_schema(session: Session) -> None:
+    """Give nodes of stores from before identity constraints their ``identity`` (once), then create
+    the constraints. Where concurrent writers of an earlier graphmem left duplicates, the oldest
+    node of each gets the identity (reads already resolve a name or text to the oldest) and the
+    others none: they stay as they are, and no new duplicate can be written."""
+    done = session.run(q.IDENTITY_DONE).single()
+    if done is None or not done["done"]:
+        for label, key in q.IDENTITY_KEYS:
+            session.run(q.backfill_identity(label, key)).consume()
+        session.run(q.MARK_IDENTITY_DONE).consume()
+    for statement in q.IDENTITY_CONSTRAINTS.values():
+        _create(session, statement)
+
+
+def _check_meta(session: Session, location: str, embedder: str, dims: int) -> None:
+    row = session.execute_read(lambda tx: tx.run(q.READ_META).single())
+    if row is not None and (row["embedder"] != embedder or row["dims"] != dims):
+        raise SchemaMismatchError(
+            f"Neo4j store {location} holds vectors of embedder {row['embedder']!r} "
+            f"({row['dims']} dimensions), but the configuration uses {embedder!r} ({dims} dimensions); "
+            "configure the same embedder, use another database, or reset the store and re-add"
+        )
+
+
+def _check_vector_index(session: Session, location: str, dims: int) -> None:
+    """An index left from another setup would silently skip our vectors: refuse it instead."""
+    record = session.run(q.MEMORY_VECTOR_INDEX).single()
+    if record is None:
+        return
+    existing = (record["options"] or {}).get("indexConfig", {}).get("vector.dimensions")
+    if existing is not None and int(existing) != dims:
+        raise SchemaMismatchError(
+            f"Neo4j store {location} has vector index memory_embedding with {existing} "
+            f"dimensions, but the configured embedder has {dims}; use the same embedder or another "
+            "database"
+        )
+
+
+def _check_analyzer(session: Session, location: str, wanted: str) -> None:
+    """Refuse an analyzer the server does not have; warn when the index was built with another."""
+    known = {r["analyzer"] for r in session.run(q.ANALYZERS)}
+    if wanted not in known:
+        raise ConfigError(f"store.fulltext_analyzer {wanted!r} is not an analyzer of this Neo4j server; "
+                          f"it has: {', '.join(sorted(known))}")
+    record = session.run(q.MEMORY_TEXT_INDEX).single()
+    have = ((record["options"] if record is not None else None) or {}).get("indexConfig", {}).get(
+        "fulltext.analyzer")
+    if have is not None and have != wanted:
+        log.warning("Neo4j full-text index memory_text at %s uses analyzer %r, not the configured %r; "
+                    "Memory.optimize() (graphmem optimize) rebuilds it with %r", location, have, wanted,
+                    wanted)
+
+
+def index_is_exact(session: Session, location: str) -> bool:
+    """Whether ``memory_embedding`` scores are exact (quantization off).
+
+    Stores created before graphmem turned quantization off keep their int8 index: it still
+    works, its hits are re-scored exactly from a larger over-fetch. It is not rebuilt here: a
+    rebuild takes the index offline for every process using the database (for a time that grows
+    with the store) and belongs in a maintenance window, not in every ``open``. Dropping the
+    index is the whole migration; the next ``open`` creates it again, unquantized."""
+    record = session.run(q.MEMORY_VECTOR_INDEX).single()
+    config = ((record["options"] if record is not None else None) or {}).get("indexConfig") or {}
+    # Absent on servers older than 5.23, whose indexes may be quantized: treat them as such.
+    exact = config.get("vector.quantization.enabled") is False
+    if not exact:
+        log.warning(
+            "Neo4j vector index memory_embedding at %s is quantized: searches over-fetch and re-score "
+            "its hits, which costs time; to rebuild it without quantization run `DROP INDEX "
+            "memory_embedding` when no search runs and open the store again", location)
+    return exact
+
+
+def _write_meta(tx: ManagedTransaction, embedder: str, dims: int) -> None:
+    tx.run(q.WRITE_META, embedder=embedder, dims=dims, version=SCHEMA_VERSION).consume()
+
+
+def optimize(db: Db, dims: int) -> tuple[dict[str, Any], bool]:
+    """Rebuild the Lucene-backed search indexes, each into as few segments as the server's build
+    buffer allows, one index at a time (a quantized vector index of an older store comes back exact).
+    Returns the report and whether the memory vector index is exact now.
+
+    Why: Neo4j adds index segments as transactions commit and merges them lazily, and a vector
+    search walks the HNSW graph of every segment, so one segment answers ``queryNodes`` much faster
+    than several. While an index rebuilds, searches that need it fail
+    with :class:`StoreError` (Neo4j waits for it to come online, then gives up).
+    """
+    statements = {name: stmt for stmt in q.schema_statements(dims, db.cfg.fulltext_analyzer)
+                  for name in REBUILT_INDEXES if stmt.startswith("CREATE ") and f" INDEX {name} " in stmt}
+    rebuilt: dict[str, float] = {}
+    with db.errors("optimize", write=True), db.session() as session:
+        for name in REBUILT_INDEXES:
+            started = time.perf_counter()
+            session.run(q.drop_index(name)).consume()
+            session.run(statements[name]).consume()
+            session.run(q.AWAIT_INDEX, name=name, timeout=_REBUILD_TIMEOUT_S).consume()
+            rebuilt[name] = round(time.perf_counter() - started, 3)
+        exact = index_is_exact(session, db.location())
+    return {"backend": "neo4j", "rebuilt_s": rebuilt, "seconds": round(sum(rebuilt.values()), 3)}, exact

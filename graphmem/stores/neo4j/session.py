@@ -1,0 +1,197 @@
+"""The driver, sessions and transactions of the Neo4j store: connecting, retrying transient
+failures, and turning driver errors into graphmem's (naming the server and what to do)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+
+from neo4j import (
+    READ_ACCESS,
+    WRITE_ACCESS,
+    Driver,
+    GraphDatabase,
+    ManagedTransaction,
+    NotificationMinimumSeverity,
+    Record,
+    Session,
+)
+from neo4j import exceptions as neo4j_errors
+
+from ...config import StoreConfig, display_uri
+from ...errors import ConfigError, ConflictError, GraphmemError, StoreError, StoreUnavailableError
+
+T = TypeVar("T")
+
+BOLT_SCHEMES: Final = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
+
+
+@contextmanager
+def conflicts() -> Iterator[None]:
+    """A second memory or entity with the same identity (its uniqueness constraint): a concurrent
+    writer created it first, so this write's plan is out of date."""
+    try:
+        yield
+    except (neo4j_errors.ConstraintError, neo4j_errors.ResultFailedError) as exc:
+        # the driver repeats a failed statement's error as ResultFailedError when it rolls back
+        first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
+        if not isinstance(first, neo4j_errors.ConstraintError) or "identity" not in (first.message or ""):
+            raise
+        raise ConflictError(f"a concurrent write stored the same memory or entity first ({first.message})") from exc
+
+
+class Db:
+    """The configured server: its driver once :meth:`connect` ran, and the ways to run work on it
+    (each a session and a managed or auto-commit transaction, retried and error-mapped)."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.cfg = config
+        self.driver: Driver | None = None
+
+    def connect(self) -> None:
+        """Create the driver and check the server answers (once; later calls do nothing)."""
+        if self.driver is not None:
+            return
+        scheme = self.cfg.uri.partition("://")[0].lower()
+        if scheme not in BOLT_SCHEMES:
+            raise ConfigError(
+                f"store.uri {display_uri(self.cfg.uri)!r} is not a Bolt address; use bolt:// (one server) or "
+                "neo4j:// (routing: clusters, Aura), with +s or +ssc for TLS"
+            )
+        password = self.cfg.password
+        auth = (self.cfg.user, password.get_secret_value()) if password is not None else None
+        try:
+            driver = GraphDatabase.driver(
+                self.cfg.uri,
+                auth=auth,
+                connection_timeout=self.cfg.connect_timeout_s,
+                # Bounds the Bolt handshake too (connection_timeout covers only the TCP connect), so
+                # a server that accepts but never answers fails within connect_timeout_s.
+                connection_acquisition_timeout=self.cfg.connect_timeout_s,
+                max_transaction_retry_time=0,  # graphmem retries, sooner (see Db.retrying)
+                user_agent="graphmem",
+                # Unknown-property warnings fire for every optional field absent so far; they
+                # would drown real problems in the application's log.
+                notifications_min_severity=NotificationMinimumSeverity.OFF,
+            )
+        except (neo4j_errors.ConfigurationError, ValueError) as exc:
+            # the driver's message repeats the URI it was given: name ours without credentials
+            raise ConfigError(
+                f"invalid Neo4j store.uri {display_uri(self.cfg.uri)!r}: "
+                f"{str(exc).replace(self.cfg.uri, display_uri(self.cfg.uri))}"
+            ) from None
+        try:
+            with self.errors("connect", write=False):
+                driver.verify_connectivity()
+        except BaseException:
+            driver.close()
+            raise
+        self.driver = driver
+
+    def close(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            driver.close()
+
+    def location(self) -> str:
+        return display_uri(self.cfg.uri) + (f" (database {self.cfg.database})" if self.cfg.database else "")
+
+    def unreachable(self, exc: BaseException) -> str:
+        return (
+            f"cannot reach Neo4j at {display_uri(self.cfg.uri)} ({exc}); start the development server with "
+            "`make neo4j-start`, or point store.uri (GRAPHMEM_STORE__URI, NEO4J_URI in the tests) "
+            "at a running Neo4j 5.26+"
+        )
+
+    @contextmanager
+    def errors(self, what: str, *, write: bool) -> Iterator[None]:
+        """Turn driver exceptions into graphmem's, naming the server and what to do."""
+        try:
+            yield
+        except GraphmemError:
+            raise
+        except neo4j_errors.AuthError as exc:
+            missing = " (no password is configured)" if self.cfg.password is None else ""
+            raise StoreUnavailableError(
+                f"Neo4j at {display_uri(self.cfg.uri)} refused the credentials of user {self.cfg.user!r}{missing}: "
+                f"{exc.message}; set store.password (GRAPHMEM_STORE__PASSWORD) to that user's password"
+            ) from exc
+        except neo4j_errors.IncompleteCommit as exc:  # a ServiceUnavailable, so caught before it
+            raise StoreError(
+                f"Neo4j {what}: the connection broke during commit, so whether it was written is "
+                f"unknown ({exc}); check before retrying"
+            ) from exc
+        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
+            suffix = "; nothing was written" if write else ""
+            raise StoreUnavailableError(self.unreachable(exc) + suffix) from exc
+        except neo4j_errors.DatabaseUnavailable as exc:
+            # What a server that is shutting down (or stopping the database) answers to the
+            # transactions still running: like an unreachable server, nothing committed.
+            suffix = "; nothing was written" if write else ""
+            raise StoreUnavailableError(
+                f"Neo4j at {display_uri(self.cfg.uri)} stopped serving the database during {what} "
+                f"({exc.message}); retry once it is running again{suffix}"
+            ) from exc
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+            if isinstance(exc, neo4j_errors.Neo4jError) and exc.code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise StoreUnavailableError(
+                    f"Neo4j at {display_uri(self.cfg.uri)} has no database {self.cfg.database!r}; "
+                    "set store.database to an existing one, or leave it unset for the server default "
+                    "(Community has only 'neo4j')"
+                ) from exc
+            suffix = "; nothing was written" if write else ""
+            raise StoreError(f"Neo4j {what} failed: {exc}{suffix}") from exc
+
+    def session(self, access_mode: str = WRITE_ACCESS) -> Session:
+        if self.driver is None:
+            raise StoreError("the Neo4j store is not open; call open() first")
+        return self.driver.session(database=self.cfg.database, default_access_mode=access_mode)
+
+    def retrying(self, call: Callable[[], T]) -> T:
+        """Run ``call`` (one managed transaction) again after a transient failure: a deadlock, a
+        leader switch, a connection lost before commit.
+
+        Why not the driver's own retries (off: ``max_transaction_retry_time=0``): it waits about a
+        second before the first, and writers locking the same entities deadlock now and then, which
+        the server resolves at once by failing one of them. A pause of milliseconds, doubling,
+        jittered, within ``store.max_transaction_retry_s``, keeps such a write's cost small."""
+        deadline = time.monotonic() + self.cfg.max_transaction_retry_s
+        pause = 0.004
+        while True:
+            try:
+                return call()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                # a statement after a failed one reports ResultFailedError; the first failure decides
+                first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
+                transient = isinstance(first, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and \
+                    first.is_retryable()
+                if not transient or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(random.uniform(pause / 2, pause))
+            pause = min(2 * pause, 0.5)
+
+    def read(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self.errors(what, write=False), self.session() as session:
+            return self.retrying(lambda: session.execute_read(work))
+
+    def single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
+        """One read query, one row, as an auto-commit READ transaction: RUN and PULL leave together,
+        one network round trip, where ``execute_read`` adds a BEGIN and a COMMIT exchange (a large share
+        of a search's time). The driver retries no auto-commit query, so a retryable failure (connection
+        lost, transient server error) runs it again through ``execute_read``, which retries."""
+        with self.errors(what, write=False):
+            try:
+                with self.session(READ_ACCESS) as session:
+                    return session.run(query, params).single()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not exc.is_retryable():
+                    raise
+            with self.session(READ_ACCESS) as session:
+                return self.retrying(lambda: session.execute_read(lambda tx: tx.run(query, params).single()))
+
+    def write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self.errors(what, write=True), self.session() as session, conflicts():
+            return self.retrying(lambda: session.execute_write(work))

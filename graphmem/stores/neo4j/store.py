@@ -1,0 +1,241 @@
+"""The Neo4j store: the :class:`~graphmem.stores.base.Store` contract over the functions of this
+package. The class holds the state (the server, the vector size, what search knows of its index);
+each method passes it on explicitly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+from neo4j import Driver, ManagedTransaction
+
+from ...config import StoreConfig
+from ...errors import StoreError
+from ...filters import Filter
+from ...models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
+from ..base import (
+    Candidates,
+    EntityQuery,
+    FactQuery,
+    GraphContext,
+    GraphQuery,
+    GraphWrite,
+    MemoryPatch,
+    NewMemory,
+    Records,
+    Store,
+    StoreInfo,
+    Subgraph,
+    Vector,
+    WriteResult,
+)
+from . import analyst, graph, reads, schema, search, writes
+from .records import directions, stored_vector
+from .session import Db
+
+T = TypeVar("T")
+
+
+class Neo4jStore(Store):
+    """Memories in Neo4j, with vector and full-text indexes, scoped to tenants on every query."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self._db = Db(config)
+        self._dims: int | None = None
+        self._exact_index = False
+        """Whether the memory vector index stores float32 vectors (scores are exact cosines): read
+        from the index's configuration at :meth:`open`."""
+        self._big_until: dict[Scope, float] = {}
+        """Scopes last found big by a search, until when (``time.monotonic``) that is trusted."""
+
+    # ---------------------------------------------------------------------------------- plumbing
+
+    @property
+    def _driver(self) -> Driver | None:
+        return self._db.driver
+
+    @contextmanager
+    def _errors(self, what: str, *, write: bool) -> Iterator[None]:
+        """Driver exceptions as graphmem's (:meth:`.session.Db.errors`)."""
+        with self._db.errors(what, write=write):
+            yield
+
+    def _write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
+        """``work`` in a write transaction, retried and error-mapped (:meth:`.session.Db.write`)."""
+        return self._db.write(what, work)
+
+    def stored_vector(self, vector: Vector, what: str) -> list[float] | None:
+        """An embedding to store, or ``None`` for a zero vector (see :func:`.records.stored_vector`)."""
+        return stored_vector(vector, self._dims, what)
+
+    def cypher(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Analysts' Cypher, checked read-only (see :func:`.analyst.run`)."""
+        return analyst.run(self._db, query, params)
+
+    # ---------------------------------------------------------------------------------- lifecycle
+
+    def open(self, embedder: str, dims: int) -> StoreInfo:
+        """Connect, bootstrap the schema idempotently and pin the embedder (refusing another)."""
+        self._db.connect()
+        dims = int(dims)
+        self._exact_index = schema.bootstrap(self._db, embedder, dims)
+        self._dims = dims
+        return StoreInfo(backend="neo4j", location=self._db.location(), embedder=embedder, dims=dims)
+
+    def optimize(self) -> dict[str, Any]:
+        """Rebuild the search indexes into few segments (see :func:`.schema.optimize`)."""
+        if self._dims is None:
+            raise StoreError("store not opened: call open() first")
+        report, self._exact_index = schema.optimize(self._db, self._dims)
+        return report
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ---------------------------------------------------------------------------------- writes
+
+    def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
+        writes.insert(self._db, self._dims, memories, events)
+
+    def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
+        """Memories, events and the whole graph change in one write transaction."""
+        return writes.write(self._db, self._dims, scope, change)
+
+    def update(
+        self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
+    ) -> MemoryRecord | None:
+        return writes.update(self._db, self._dims, memory_id, scope, patch, relink)
+
+    def delete(self, memory_ids: Sequence[str], scope: Scope, at: datetime) -> list[str]:
+        if not memory_ids:
+            return []
+        self._big_until.clear()  # a scope that shrank is probed again
+        return writes.delete(self._db, memory_ids, scope, at)
+
+    def touch(self, scope: Scope, accesses: Mapping[str, tuple[int, datetime]]) -> None:
+        writes.touch(self._db, scope, accesses)
+
+    def delete_scope(self, scope: Scope, at: datetime) -> int:
+        self._big_until.clear()
+        return writes.delete_scope(self._db, scope, at)
+
+    def reset(self) -> None:
+        self._big_until.clear()
+        writes.reset(self._db)
+
+    # ---------------------------------------------------------------------------------- reads
+
+    def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+        return reads.find_hashes(self._db, scope, hashes)
+
+    def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
+        return reads.get(self._db, memory_id, scope)
+
+    def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        return reads.ids_with_prefix(self._db, scope, prefix, limit)
+
+    def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+        return reads.list_memories(self._db, scope, flt, limit)
+
+    def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
+        return reads.history(self._db, memory_id, scope)
+
+    def count(self, scope: Scope | None = None) -> int:
+        return reads.count(self._db, scope)
+
+    # ---------------------------------------------------------------------------------- graph reads
+
+    def similar_entities(self, scope: Scope, vectors: Vector) -> list[tuple[Entity, float] | None]:
+        rows, keep, n = directions(vectors, self._dims, "entity query vector")
+        out: list[tuple[Entity, float] | None] = [None] * n
+        if rows:
+            found = self._db.read("similar_entities", lambda tx: graph.similar_entities(tx, scope, rows))
+            for i, hit in zip(keep, found, strict=True):
+                out[i] = hit
+        return out
+
+    def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
+        if not keys:
+            return {}
+        return self._db.read("find_entities", lambda tx: graph.find_entities(tx, scope, keys, exact=exact))
+
+    def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+        if not entity_ids:
+            return GraphContext()
+        return self._db.read("graph_context", lambda tx: graph.graph_context(tx, scope, entity_ids))
+
+    def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
+        return self._db.read("list_entities", lambda tx: graph.list_entities(tx, scope, query))
+
+    def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
+        return self._db.read("list_facts", lambda tx: graph.list_facts(tx, scope, query))
+
+    # the primitive reads of the walk (stores/walk.py): the Neo4j search does the walk in one
+    # statement instead, and the parity test holds the two equal
+
+    def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+        return self._db.read("entities", lambda tx: graph.entities(tx, scope, ids)) if ids else {}
+
+    def entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> dict[str, tuple[int, list[str]]]:
+        if not ids:
+            return {}
+        return self._db.read("entity_memories", lambda tx: graph.entity_memories(tx, scope, ids, limit, hub_degree))
+
+    def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        if not memory_ids:
+            return []
+        return self._db.read("memory_entities", lambda tx: graph.memory_entities(tx, scope, memory_ids))
+
+    def facts(
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+    ) -> list[Relation]:
+        if not entity_ids:
+            return []
+        return self._db.read("facts", lambda tx: graph.facts(tx, scope, entity_ids, as_of=as_of, limit=limit,
+                                                             support=support))
+
+    def records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> tuple[Records, dict[str, float]]:
+        return search.records(self._db, scope, ids, flt, search.query_vector(vector, self._dims))
+
+    def graph_scopes(self) -> list[Scope]:
+        return self._db.read("graph_scopes", graph.graph_scopes)
+
+    def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
+        return self._db.read("quarantined", lambda tx: graph.quarantined(tx, scope, status))
+
+    # ---------------------------------------------------------------------------------- search
+
+    def candidates(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
+    ) -> Candidates:
+        """Vector and full-text hits in scope (see :func:`.search.candidates`)."""
+        return search.candidates(self._db, scope, flt, vector, text, k, dims=self._dims,
+                                 exact_index=self._exact_index, big_until=self._big_until)
+
+    def neighbourhood(
+        self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
+    ) -> Subgraph:
+        """The walk of :func:`.cypher.search.neighbourhood_cypher`, in one query; with
+        ``query.vector`` the records come with their cosine to it (``Subgraph.similarity``)."""
+        return search.neighbourhood(self._db, scope, query, seed_memories, flt,
+                                    search.query_vector(query.vector, self._dims))
+
+    def search(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+        graph_query: GraphQuery | None,
+    ) -> tuple[Candidates, Subgraph]:
+        """Candidates and neighbourhood in one Cypher query (see :func:`.search.search`)."""
+        if graph_query is None:
+            return self.candidates(scope, flt, vector, text, k), Subgraph()
+        return search.search(self._db, scope, flt, vector, text, k, graph_query, dims=self._dims,
+                             exact_index=self._exact_index, big_until=self._big_until)
+
+    def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
+        """Best memory in scope per query vector (see :func:`.search.nearest`)."""
+        return search.nearest(self._db, scope, vectors, dims=self._dims, exact_index=self._exact_index)
