@@ -330,7 +330,10 @@ def test_ids_with_prefix_stay_in_scope(mem: Memory, uid: str) -> None:
     mine = [MemoryRecord(id=f"{uid}-p{i}", memory=f"prefix {i}", hash=text_hash(f"p{i}"), user_id=uid, created_at=now)
             for i in (1, 2, 10)]
     theirs = MemoryRecord(id=f"{uid}-p3", memory="prefix 3", hash=text_hash("p3"), user_id=uid + "-x", created_at=now)
-    mem.store.insert([NewMemory(r, vec) for r in [*mine, theirs]], [])
+    mem.store.insert([NewMemory(r, vec) for r in mine], [])
+    mem.store.insert([NewMemory(theirs, vec)], [])
+    with pytest.raises(InvalidInputError, match="one exact scope"):
+        mem.store.insert([NewMemory(r, vec) for r in [*mine, theirs]], [])
     scope = Scope(user_id=uid)
     assert mem.store.ids_with_prefix(scope, f"{uid}-p", 10) == [f"{uid}-p1", f"{uid}-p10", f"{uid}-p2"]
     assert mem.store.ids_with_prefix(scope, f"{uid}-p1", 10) == [f"{uid}-p1", f"{uid}-p10"]

@@ -368,9 +368,17 @@ class Store(ABC):
     def close(self) -> None:  # noqa: B027 - optional: a store that holds no connection has nothing to release
         """Release connections and caches."""
 
-    @abstractmethod
     def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
-        """Write memories and their history events in one transaction."""
+        """Write memories of one exact scope and their history events in one transaction (bulk
+        loads): a :meth:`write` that carries nothing else."""
+        scopes = {(m.record.user_id, m.record.agent_id, m.record.run_id) for m in memories}
+        scopes |= {(e.user_id, e.agent_id, e.run_id) for e in events}
+        if len(scopes) > 1:
+            raise InvalidInputError(f"insert writes one exact scope at a time, got {len(scopes)}")
+        if scopes:
+            user_id, agent_id, run_id = scopes.pop()
+            scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+            self.write(scope, GraphWrite(memories=list(memories), events=list(events)))
 
     @abstractmethod
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:

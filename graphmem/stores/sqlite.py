@@ -478,10 +478,6 @@ class SQLiteStore(Store):
         self._local = threading.local()
 
     # -- writes -----------------------------------------------------------------------------------
-    def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
-        with self._write() as conn:
-            self._insert(conn, memories, events)
-
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
         """One ``BEGIN IMMEDIATE`` transaction: the write lock is held from the check of what the plan
         read (:class:`Expectations`) to the commit, so writers apply in some serial order."""

@@ -23,7 +23,6 @@ from ..base import (
     GraphQuery,
     GraphWrite,
     MemoryPatch,
-    NewMemory,
     Records,
     Store,
     StoreInfo,
@@ -95,9 +94,6 @@ class Neo4jStore(Store):
         self._db.close()
 
     # ---------------------------------------------------------------------------------- writes
-
-    def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
-        writes.insert(self._db, self._dims, memories, events)
 
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
         """Memories, events and the whole graph change in one write transaction."""

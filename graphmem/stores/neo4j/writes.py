@@ -23,7 +23,6 @@ from ..base import (
     Expectations,
     GraphWrite,
     MemoryPatch,
-    NewMemory,
     WriteResult,
     patched_metadata,
     stale_entities,
@@ -58,15 +57,6 @@ _DELETE_CHUNK: Final = 10_000
 
 # --------------------------------------------------------------------------------------------------
 # Memories
-
-
-def insert(db: Db, dims: int | None, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
-    """All rows in one transaction, sent as ``UNWIND`` batches of ``write_batch_size``."""
-    memory_rows = [memory_row(m, dims) for m in memories]
-    event_rows = [history_props(e) for e in events]
-    if not memory_rows and not event_rows:
-        return
-    db.write("insert", lambda tx: _insert_rows(tx, memory_rows, event_rows, db.cfg.write_batch_size))
 
 
 def _insert_rows(
