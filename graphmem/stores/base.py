@@ -461,9 +461,17 @@ class Store(ABC):
         """For each row of ``vectors``, the entity in exactly this scope whose name embedding is most
         similar (cosine), or ``None`` when the scope has no entity."""
 
-    @abstractmethod
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
-        """The given entities (in scope) and every open fact touching them."""
+        """The given entities (in scope), every open fact touching them, and the entities at their
+        other ends (for their types): what the guard and the conflict resolver judge a write by."""
+        ctx = GraphContext()
+        if entity_ids:
+            ctx.entities = self.entities(scope, list(dict.fromkeys(entity_ids)))
+        if ctx.entities:
+            ctx.relations = self.list_facts(scope, FactQuery(entity_ids=tuple(ctx.entities), include_closed=False))
+            ends = {i for r in ctx.relations for i in (r.source_id, r.target_id) if i and i not in ctx.entities}
+            ctx.entities.update(self.entities(scope, sorted(ends)))
+        return ctx
 
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None

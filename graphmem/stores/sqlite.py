@@ -47,7 +47,6 @@ from .base import (
     EntityQuery,
     Expectations,
     FactQuery,
-    GraphContext,
     GraphQuery,
     GraphWrite,
     MemoryPatch,
@@ -499,7 +498,7 @@ class SQLiteStore(Store):
             if gone:
                 raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
         if expect.entities:
-            stale = stale_entities(expect, graph.graph_context(conn, scope, list(expect.entities)))
+            stale = stale_entities(expect, self.graph_context(scope, list(expect.entities)))  # joins this write
             if stale:
                 raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
@@ -708,10 +707,6 @@ class SQLiteStore(Store):
             if graph_query is None:
                 return cands, Subgraph()
             return cands, self.neighbourhood(scope, graph_query, seed_ids(cands, graph_query.seed_memories), flt)
-
-    def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
-        with self._read() as conn:
-            return graph.graph_context(conn, scope, entity_ids)
 
     def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
         with self._read() as conn:

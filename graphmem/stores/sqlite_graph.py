@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
-from .base import EntityQuery, FactQuery, GraphContext, GraphWrite, WriteResult
+from .base import EntityQuery, FactQuery, GraphWrite, WriteResult
 from .sqlite_sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
@@ -414,31 +414,6 @@ def facts(
         part = ids[i : i + 500]
         found += _relations(conn, f"r.id IN ({_marks(len(part))})", part, support)
     return sorted(found, key=lambda r: r.id)
-
-
-def graph_context(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
-    ctx = GraphContext()
-    if not entity_ids:
-        return ctx
-    ids = list(dict.fromkeys(entity_ids))
-    where, params = scope_sql(scope, alias="e")
-    for row in conn.execute(
-        f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(ids))}) AND {where}", [*ids, *params]
-    ):
-        ctx.entities[row["id"]] = _entity(row)
-    found = list(ctx.entities)
-    if found:
-        marks = _marks(len(found))
-        ctx.relations = _relations(
-            conn, f"r.valid_to IS NULL AND (r.source_id IN ({marks}) OR r.target_id IN ({marks}))", [*found, *found]
-        )
-        missing = {r.target_id for r in ctx.relations if r.target_id} | {r.source_id for r in ctx.relations}
-        missing -= set(ctx.entities)
-        if missing:  # the other ends, for their types (same tenant: relations never cross scopes)
-            more = list(missing)
-            for row in conn.execute(f"SELECT e.* FROM entities e WHERE e.id IN ({_marks(len(more))})", more):
-                ctx.entities[row["id"]] = _entity(row)
-    return ctx
 
 
 def _after(alias: str, after: tuple[datetime, str] | None, where: list[str], params: list[Any]) -> None:
