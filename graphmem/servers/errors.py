@@ -80,6 +80,8 @@ def body(status: int, slug: str, title: str, detail: str, error: str, **extra: A
             **extra}
 
 
-HTTP_TITLES: Final = {400: "Bad request", 401: "Unauthenticated", 404: "Not found", 405: "Method not allowed",
-                      406: "Not acceptable", 413: "Request body too large", 415: "Unsupported media type",
-                      422: "Invalid request"}
+HTTP_TITLES: Final = {
+    400: "Bad request (the body is not UTF-8 JSON)", 401: "Unauthenticated", 404: "Not found",
+    405: "Method not allowed", 406: "Not acceptable", 413: "Request body too large", 415: "Unsupported media type",
+    422: "Invalid request",
+}

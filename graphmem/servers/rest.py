@@ -108,7 +108,7 @@ def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
 _STATUS_TEXT: Final = {403: "Forbidden (scope or admin)", 404: "Not found in the caller's scope",
                        409: "Conflict", 501: "Not supported by this store", 502: "The embedder or LLM failed",
                        503: "Store unavailable", 504: "Query timeout", 500: "Internal error"}
-WRITE: Final = problems(403, 409, 413, 502)
+WRITE: Final = problems(400, 403, 409, 413, 502)
 READ: Final = problems(403)
 
 class _Route(APIRoute):
@@ -119,7 +119,36 @@ class _Route(APIRoute):
         super().__init__(path, endpoint, **{**kwargs, "response_model_exclude_unset": True})
 
 
-router = APIRouter(route_class=_Route)
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+async def strict_query(request: Request) -> None:
+    """Query parameters are the operation's, each at most once: a misspelt scope field
+    (``runid=r1``) would otherwise widen a request to the key's whole scope without a word."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known = _QUERY_NAMES.get(id(route))
+    if known is None:
+        known = _QUERY_NAMES[id(route)] = frozenset(_query_names(route.dependant))
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in known:
+            expected = ", ".join(sorted(known)) or "none"
+            raise InvalidInputError(f"unknown query parameter {short(name, 60)}; this operation takes: {expected}")
+        if name in seen:
+            raise InvalidInputError(f"query parameter {short(name, 60)} is given more than once")
+        seen.add(name)
+
+
+def _query_names(dependant: Any) -> Iterator[str]:
+    for param in getattr(dependant, "query_params", ()):
+        yield param.alias
+    for sub in getattr(dependant, "dependencies", ()):
+        yield from _query_names(sub)
+
+
+router = APIRouter(route_class=_Route, dependencies=[Depends(strict_query)])
 
 
 # -- memories ---------------------------------------------------------------------------------------
@@ -161,8 +190,8 @@ def get_memory(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, ag
     return m.get(memory_id, **who.scope(user_id, agent_id, run_id))
 
 
-@router.patch(API + "/memories/{memory_id}", response_model=s.UpdateResponse, responses=problems(403, 404, 409, 413,
-                                                                                                  502),
+@router.patch(API + "/memories/{memory_id}", response_model=s.UpdateResponse, responses=problems(400, 403, 404, 409,
+                                                                                                  413, 502),
               tags=["memories"], summary="Change a memory's text and/or metadata (Memory.update)")
 def update_memory(memory_id: str, req: s.UpdateRequest, who: Caller, m: Engine, user_id: UserQ = None,
                   agent_id: AgentQ = None, run_id: RunQ = None) -> dict[str, Any]:
@@ -184,7 +213,8 @@ def history(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, agent
     return m.history(memory_id, **who.scope(user_id, agent_id, run_id))
 
 
-@router.post(f"{API}/search", response_model=s.SearchResponse, responses=problems(403, 413, 502), tags=["memories"],
+@router.post(f"{API}/search", response_model=s.SearchResponse, responses=problems(400, 403, 413, 502),
+             tags=["memories"],
              summary="Rank the scope's memories by relevance (Memory.search)")
 def search(req: s.SearchRequest, who: Caller, m: Engine) -> dict[str, Any]:
     scope = who.scope(req.user_id, req.agent_id, req.run_id)
@@ -227,7 +257,7 @@ def recheck(req: s.RecheckRequest, who: Caller, m: Engine) -> dict[str, Any]:
 
 
 # -- administration -------------------------------------------------------------------------------
-ADMIN: Final = problems(403, 413)
+ADMIN: Final = problems(400, 403, 413)
 
 
 @router.post(f"{API}/admin/dry-run", response_model=s.DryRunResponse, responses=ADMIN, tags=["admin"],
@@ -238,7 +268,7 @@ def dry_run(req: s.DryRunRequest, who: Caller, m: Engine) -> dict[str, Any]:
     return m.dry_run(changed, **who.scope(req.user_id, req.agent_id, req.run_id))
 
 
-@router.post(f"{API}/admin/cypher", response_model=s.CypherResponse, responses=problems(403, 413, 501, 504),
+@router.post(f"{API}/admin/cypher", response_model=s.CypherResponse, responses=problems(400, 403, 413, 501, 504),
              tags=["admin"], summary="Analysts' read-only Cypher over every tenant, Neo4j only (Memory.cypher)")
 def cypher(req: s.CypherRequest, who: Caller, m: Engine) -> dict[str, Any]:
     who.require_admin()
@@ -261,7 +291,13 @@ def reset(req: s.ResetRequest, who: Caller, m: Engine) -> dict[str, Any]:
 
 
 # -- health ---------------------------------------------------------------------------------------
-@router.get("/healthz", response_model=s.Health, tags=["health"], summary="The process answers")
+_HEALTH: Final[dict[int | str, dict[str, Any]]] = {
+    422: {"model": s.Problem, "description": "Unknown query parameter"},
+    500: {"model": s.Problem, "description": "Internal error"},
+}
+
+
+@router.get("/healthz", response_model=s.Health, responses=_HEALTH, tags=["health"], summary="The process answers")
 async def healthz() -> dict[str, Any]:
     return {"status": "ok"}
 
@@ -269,8 +305,8 @@ async def healthz() -> dict[str, Any]:
 _READY_SCOPE: Final = Scope(user_id="graphmem-readyz")
 
 
-@router.get("/readyz", response_model=s.Health, responses={503: {"model": s.Problem, "description": "Not ready"},
-                                                           500: {"model": s.Problem, "description": "Internal error"}},
+@router.get("/readyz", response_model=s.Health,
+            responses={**_HEALTH, 503: {"model": s.Problem, "description": "Not ready: the store does not answer"}},
             tags=["health"], summary="The store answers a read")
 def readyz(m: Engine) -> dict[str, Any]:
     m.store.count(_READY_SCOPE)
