@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from graphmem import Memory, MemoryConfig, StoreUnavailableError
 from graphmem.embedding import HashingEmbedder
@@ -534,3 +540,77 @@ def test_openapi_schema_has_models_and_problems(api: Api) -> None:
         ("GET", "/v1/entities"), ("GET", "/v1/facts"), ("GET", "/v1/quarantine"), ("POST", "/v1/quarantine/recheck"),
         ("POST", "/v1/admin/dry-run"), ("POST", "/v1/admin/cypher"), ("POST", "/v1/admin/optimize"),
         ("POST", "/v1/admin/reset"), ("GET", "/healthz"), ("GET", "/readyz")}
+
+
+def test_unknown_or_repeated_query_parameters_are_refused(api: Api) -> None:
+    a = api("a")
+    body = problem_of(a.get("/v1/memories", params={"runid": "r1"}), 422, "InvalidInputError")
+    assert "unknown query parameter 'runid'" in body["detail"] and "run_id" in body["detail"]
+    problem_of(a.get("/v1/memories?run_id=r1&run_id=r2"), 422, "InvalidInputError")
+    problem_of(httpx.get(f"{api.url}/healthz", params={"x": "1"}), 422, "InvalidInputError")
+
+
+# -- the command line -------------------------------------------------------------------------------
+def _graphmem(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "graphmem", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_cli_serve_refuses_to_start_without_a_key(tmp_path: Path) -> None:
+    env = {"GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing"}
+    out = _graphmem("serve", env=env)
+    said = " ".join(out.stderr.split())  # rich wraps long lines
+    assert out.returncode == 2 and "ConfigError" in said and "no API key is configured" in said
+    assert "Traceback" not in said
+    out = _graphmem("serve", "--insecure-local", "--host", "0.0.0.0", env=env)
+    assert out.returncode == 2 and "binds a loopback address only" in " ".join(out.stderr.split())
+    out = _graphmem("serve", "-u", "u1", env=env)
+    assert out.returncode == 2 and "go with --new-key" in " ".join(out.stderr.split())
+    made = _graphmem("serve", "--new-key", "maya-app", "-u", "maya", env=env)
+    key, entry = made.stdout.split("\n")[:2]
+    assert made.returncode == 0 and key.startswith("gm_") and len(key) > 40
+    assert yaml.safe_load(entry) == [{"id": "maya-app", "sha256": digest(key), "user_id": "maya"}]
+    assert "a key has at least" not in made.stderr
+    bad = _graphmem("serve", "--new-key", "bad id!", "-u", "maya", env=env)
+    assert bad.returncode == 2 and "ConfigError" in bad.stderr
+
+
+def test_cli_serve_runs_until_terminated(tmp_path: Path) -> None:
+    key, port = new_key(), _free_port()
+    keys = tmp_path / "keys.yaml"
+    keys.write_text(yaml.safe_dump({"keys": [{"id": "cli", "sha256": digest(key), "user_id": "u1"}]}), encoding="utf-8")
+    config = tmp_path / "graphmem.yaml"
+    config.write_text(yaml.safe_dump(make_config("sqlite", tmp_path)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "graphmem", "serve", "--config", str(config), "--keys-file",
+                             str(keys), "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        headers = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(f"{url}/v1/memories", headers=headers, json={"messages": "from the CLI server", "infer": False})
+        assert r.status_code == 200 and r.headers["x-request-id"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode in (0, -signal.SIGTERM), err  # uvicorn re-raises the signal once it has shut down
+    lines = [json.loads(line) for line in err.splitlines() if line.strip()]  # every line is JSON
+    assert "Application shutdown complete." in [x.get("message") for x in lines]
+    requests = [x for x in lines if x.get("event") == "request" and x["path"] == "/v1/memories"]
+    assert [(x["method"], x["status"], x["key_id"]) for x in requests] == [("POST", 200, "cli")]
+    assert key not in err and "from the CLI server" not in err
+    with Memory(MemoryConfig.from_file(config)) as m:  # closed cleanly: the memory is there
+        assert [r["memory"] for r in m.get_all(user_id="u1")["results"]] == ["from the CLI server"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

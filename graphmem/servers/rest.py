@@ -553,13 +553,14 @@ def serve(config: MemoryConfig, *, host: str | None = None, port: int | None = N
     if insecure_local and not is_loopback(host):
         raise ConfigError(f"--insecure-local serves without keys, so it binds a loopback address only, not {host!r}")
     app = create_app(config, insecure_local=insecure_local)  # refuses a keyless start before the store opens
-    memory = Memory(config)  # a store that cannot be opened fails here, as one line of the CLI
-    app.state.graphmem.memory = memory
-    try:
+    state: ServerState = app.state.graphmem
+    state.memory, state.owned = Memory(config), True  # a store that cannot be opened fails here, in one line
+    try:  # the lifespan closes the memory at shutdown (uvicorn then re-raises SIGTERM/SIGINT)
         uvicorn.run(app, host=host, port=port, log_config=LOG_CONFIG, access_log=False, server_header=False,
                     timeout_graceful_shutdown=15)
     finally:
-        memory.close()
+        if state.memory is not None:  # uvicorn never started the application
+            state.memory.close()
 
 
 @contextlib.contextmanager
