@@ -569,7 +569,9 @@ def running(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout_s: flo
     URL, for tests, benchmarks and notebooks; the server stops when the block ends."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of such a socket (without it
+    # every answer waits for the client's delayed ACK, ~40 ms)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
