@@ -351,6 +351,53 @@ def dry_run(
         raise typer.Exit(1)
 
 
+@app.command()
+def serve(
+    config: ConfigOpt = None,
+    host: Annotated[str | None, typer.Option(help="Address to bind (default server.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default server.port, 8000).")] = None,
+    keys_file: Annotated[Path | None, typer.Option(help="YAML/JSON file of hashed API keys (server.keys_file).")]
+    = None,
+    insecure_local: Annotated[bool, typer.Option(
+        "--insecure-local", help="Serve 127.0.0.1 without API keys, every request an admin (development).")] = False,
+    new_key: Annotated[str | None, typer.Option(
+        "--new-key", metavar="ID", help="Print a new API key and its keys-file entry (scope options or --admin), "
+        "then exit.")] = None,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    admin: Annotated[bool, typer.Option("--admin", help="With --new-key: an admin key.")] = False,
+) -> None:
+    """Run the REST server (needs the server extra); see the README's "REST server"."""
+    if new_key is not None:
+        from .servers.auth import key_entry
+        from .servers.auth import new_key as make_key
+
+        key = make_key()
+        entry = _run(lambda: key_entry(new_key, key, admin=admin, user_id=user_id, agent_id=agent_id, run_id=run_id))
+        err_console.print("The key, shown once (give it to the client; the server keeps only its hash):")
+        print(key)
+        err_console.print("Its entry for the keys file (under `keys:`):")
+        print("- " + json.dumps(entry))
+        return
+    if user_id or agent_id or run_id or admin:
+        err_console.print("--user-id/--agent-id/--run-id/--admin go with --new-key: a served request's scope "
+                          "comes from its API key")
+        raise typer.Exit(2)
+    try:
+        from .servers.rest import serve as run_server
+    except ImportError as exc:
+        err_console.print(f"graphmem serve needs the server extra (pip install 'graphmem[server]'): {exc}")
+        raise typer.Exit(2) from None
+    from .config import MemoryConfig
+
+    def start() -> None:
+        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+        if keys_file is not None:
+            cfg.server.keys_file = keys_file
+        run_server(cfg, host=host, port=port, insecure_local=insecure_local)
+
+    _run(start)
+
+
 DEMO_CONVERSATION = [
     {"role": "user", "content": "Hi, I'm Maya. I work as a data engineer at Northwind in Lisbon.", "name": "Maya"},
     {"role": "assistant", "content": "Nice to meet you, Maya! How can I help?"},

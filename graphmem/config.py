@@ -460,6 +460,51 @@ class LimitsConfig(_Section):
     """An entity name, relation or class name in a triple (``source``, ``target``, types)."""
 
 
+class ServerKeyConfig(_Section):
+    """One API key of the REST server (``graphmem serve``) and the scope it is bound to."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    """A name for logs and errors (never the key itself)."""
+    api_key: SecretStr | None = None
+    """The key in clear (environment or a secret store; at least 16 characters; never printed). A
+    keys file (``server.keys_file``) holds ``sha256`` instead, never this."""
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    """Hex SHA-256 of the key: what ``graphmem serve --new-key`` prints for a keys file."""
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    """The scope the key is bound to: requests can narrow it (add a field it leaves open), never
+    change or widen it. A tenant key binds at least one field."""
+    admin: bool = False
+    """Administration (analyst Cypher, reset, optimize, dry runs across scopes) and any scope a
+    request names; an admin key binds no scope."""
+
+    @model_validator(mode="after")
+    def _one_secret_one_role(self) -> ServerKeyConfig:
+        if (self.api_key is None) == (self.sha256 is None):
+            raise ValueError(f"server key {self.id!r}: give exactly one of api_key and sha256")
+        if self.api_key is not None and len(self.api_key.get_secret_value()) < 16:
+            raise ValueError(f"server key {self.id!r}: a key has at least 16 characters")
+        bound = any(v is not None for v in (self.user_id, self.agent_id, self.run_id))
+        if self.admin == bound:
+            raise ValueError(f"server key {self.id!r}: bind it to a scope (user_id, agent_id, run_id) "
+                             "or make it an admin key, not both and not neither")
+        return self
+
+
+class ServerConfig(_Section):
+    """The REST server (``graphmem serve``); the library itself never reads this section."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    keys: list[ServerKeyConfig] = Field(default_factory=list)
+    """API keys (``GRAPHMEM_SERVER__KEYS`` takes them as JSON); without any key the server does not
+    start, unless ``--insecure-local``."""
+    keys_file: Path | None = None
+    """A YAML or JSON file ``{keys: [{id, sha256, user_id…}]}`` of hashed keys, read at start."""
+    max_body_bytes: int = Field(1_048_576, ge=1)
+    """Largest request body; a larger one is refused (413) before it is parsed."""
+
 
 class MemoryConfig(BaseSettings):
     """Root configuration. Every field has a default, so ``MemoryConfig()`` is a working setup."""
@@ -478,6 +523,7 @@ class MemoryConfig(BaseSettings):
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     version: str = "v1"
 
     @model_validator(mode="before")
