@@ -117,12 +117,14 @@ def test_every_memory_operation_over_http(api: Api) -> None:
     assert updated["event"] == "UPDATE" and updated["metadata"] == {"source": "chat", "checked": True}
     events = a.get(f"/v1/memories/{mid}/history").json()
     assert [e["event"] for e in events] == ["ADD", "UPDATE"]
-    assert a.delete(f"/v1/memories/{mid}").json() == {"id": mid, "event": "DELETE"}
+    assert a.delete(f"/v1/memories/{mid}").json() == {"id": mid, "event": "DELETE",
+                                                          "message": "memory deleted"}
     problem_of(a.get(f"/v1/memories/{mid}"), 404, "NotFoundError")
     assert [e["event"] for e in a.get(f"/v1/memories/{mid}/history").json()] == ["ADD", "UPDATE", "DELETE"]
 
     add(a, "one"), add(a, "two")
-    assert a.delete("/v1/memories").json() == {"deleted": 2, "scope": {"user_id": api.users["a"]}}
+    assert a.delete("/v1/memories").json() == {"deleted": 2, "scope": {"user_id": api.users["a"]},
+                                              "message": "2 memories deleted"}
     assert a.get("/v1/memories").json()["results"] == []
 
 

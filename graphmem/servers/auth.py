@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypedDict
 
 import yaml
 from pydantic import ValidationError
@@ -33,6 +33,14 @@ from ..config import ServerConfig, ServerKeyConfig
 from ..errors import ConfigError, GraphmemError
 
 SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
+
+
+class ScopeArgs(TypedDict):
+    """The scope keywords of a ``Memory`` call, as a request may use them."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
 KEY_PREFIX: Final = "gm_"
 
 
@@ -57,7 +65,7 @@ class Principal:
     bound: dict[str, str] = field(default_factory=dict)
 
     def scope(self, user_id: str | None = None, agent_id: str | None = None,
-              run_id: str | None = None) -> dict[str, str | None]:
+              run_id: str | None = None) -> ScopeArgs:
         """The scope a request gets: the key's fields, plus the open fields the request names."""
         asked = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         out: dict[str, str | None] = {}
@@ -67,7 +75,7 @@ class Principal:
                 raise KeyScopeError(f"API key {self.key_id!r} is bound to {name}={fixed!r}; a request may narrow "
                                     "its scope with the fields the key leaves open, never change a bound one")
             out[name] = fixed if fixed is not None else wanted
-        return out
+        return ScopeArgs(user_id=out["user_id"], agent_id=out["agent_id"], run_id=out["run_id"])
 
     def require_admin(self) -> None:
         if not self.admin:

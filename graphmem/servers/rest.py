@@ -43,7 +43,7 @@ from ..errors import ConfigError, GraphmemError, InvalidInputError, OntologyErro
 from ..memory import Memory
 from ..models import Scope
 from . import schemas as s
-from .auth import INSECURE_LOCAL, KeyRing, Principal, UnauthenticatedError
+from .auth import INSECURE_LOCAL, KeyRing, Principal, ScopeArgs, UnauthenticatedError
 from .errors import HTTP_TITLES, PROBLEM_JSON, body, kind_of, problem
 from .middleware import AccessLog, BodyLimit, error_log
 
@@ -360,7 +360,7 @@ def after_cursor(flt: Any, cursor: tuple[str, str]) -> dict[str, Any]:
     return {"AND": [flt, after]}  # not a filter: the engine refuses it with its own message
 
 
-def memory_page(m: Memory, scope: dict[str, str | None], flt: Any, limit: int | None,
+def memory_page(m: Memory, scope: ScopeArgs, flt: Any, limit: int | None,
                 cursor: str | None) -> dict[str, Any]:
     """One page of ``get_all``: asks for one row more than the page, to know whether another follows."""
     limits = m.config.limits

@@ -138,16 +138,19 @@ class UpdateRequest(_Request):
 class UpdateResponse(MemoryOut):
     event: str
     relations: RelationsSummary
+    message: str
 
 
 class DeleteResponse(_Response):
     id: str
     event: str
+    message: str
 
 
 class DeleteAllResponse(_Response):
     deleted: int
     scope: dict[str, str]
+    message: str
 
 
 class HistoryEventOut(_Response):
