@@ -241,6 +241,7 @@ class KeyAuth:
             principal = self.keys.lookup(presented.strip())
             if principal is None:
                 raise UnauthenticatedError("this API key is not one the server knows")
+            scope.setdefault("state", {})["key_id"] = principal.key_id  # for the access log
             if principal.admin or not principal.bound:
                 raise KeyScopeError(f"API key {principal.key_id!r} is an admin key and binds no scope; MCP tools "
                                     "act in the scope of the caller's key: use a key bound to a user_id, agent_id "
@@ -251,7 +252,6 @@ class KeyAuth:
             await send_problem(send, body["status"], body, headers)
             return
         scope[_PRINCIPAL] = principal
-        scope.setdefault("state", {})["key_id"] = principal.key_id  # for the access log
         scope["user"] = AuthenticatedUser(AccessToken(token=principal.key_id, client_id=principal.key_id, scopes=[]))
         await self.app(scope, receive, send)
 
@@ -290,6 +290,14 @@ def http_app(memory: Memory, keys: KeyRing, *, host: str = "127.0.0.1", max_body
 
 
 # -- running it -------------------------------------------------------------------------------------
+HTTP_LOG_CONFIG: Final[dict[str, Any]] = {
+    **LOG_CONFIG,
+    "loggers": {**LOG_CONFIG["loggers"], "mcp": {"handlers": ["stderr"], "level": "WARNING", "propagate": False}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+}
+"""The REST server's JSON lines, for the SDK's notes too (it gives the root logger a console handler)."""
+
+
 def fixed_scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> Scope:
     """The stdio server's scope from its command line; a missing or invalid one is a ``ConfigError``."""
     if user_id is None and agent_id is None and run_id is None:
@@ -332,7 +340,7 @@ def serve(config: MemoryConfig, *, transport: str = "stdio", host: str | None = 
 
     app = http_app(memory, keys, host=host, max_body_bytes=config.server.max_body_bytes, on_shutdown=close_once)
     try:  # the lifespan closes the memory at shutdown (uvicorn then re-raises SIGTERM/SIGINT)
-        uvicorn.run(app, host=host, port=port, log_config=LOG_CONFIG, access_log=False, server_header=False,
+        uvicorn.run(app, host=host, port=port, log_config=HTTP_LOG_CONFIG, access_log=False, server_header=False,
                     timeout_graceful_shutdown=15)
     finally:
         close_once()  # uvicorn never started the application, or stopped without its lifespan
