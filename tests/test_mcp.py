@@ -31,6 +31,7 @@ from mcp.types import CallToolResult
 from graphmem import Memory, MemoryConfig
 from graphmem.servers.auth import digest, new_key
 from tests.conftest import make_config
+from tests.test_readme import readme_blocks
 from tests.test_rest import _free_port, _graphmem
 
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "delete_memory", "list_entities",
@@ -167,6 +168,24 @@ def test_every_tool_over_stdio(backend: str, tmp_path: Path, uid: str) -> None:
     with Memory(MemoryConfig.from_file(config)) as m:  # everything went to the command line's scope
         assert sorted(r["memory"] for r in m.get_all(user_id=uid)["results"]) == \
             ["note number 0", "note number 1", "note number 2"]
+
+
+def test_the_readme_client_config_starts_a_server(tmp_path: Path) -> None:
+    configs = [json.loads(b.code) for b in readme_blocks("json") if "mcpServers" in b.code]
+    assert len(configs) == 1, "README.md lost its MCP client configuration?"
+    server = configs[0]["mcpServers"]["graphmem"]
+    command = Path(sys.executable).with_name(server["command"])  # the entry point this checkout installs
+    env = {**server["env"], "GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing",
+           "GRAPHMEM_CACHE_DIR": os.environ["GRAPHMEM_CACHE_DIR"]}
+
+    async def test() -> None:
+        async with Client(StdioServerParameters(command=str(command), args=server["args"], env=env)) as c:
+            assert (await call(c, "add_memory", text="from the README's config", infer=False))["results"]
+
+    run(test)
+    user = server["args"][server["args"].index("--user-id") + 1]
+    with Memory({"home": str(tmp_path), "embedder": {"provider": "hashing"}}) as m:
+        assert [r["memory"] for r in m.get_all(user_id=user)["results"]] == ["from the README's config"]
 
 
 def test_stdio_scope_of_an_agent_and_run(tmp_path: Path) -> None:

@@ -96,10 +96,12 @@ def tool_error_message(exc: GraphmemError) -> str:
     return f"{type(exc).__name__}: {problem(exc)['detail']}"
 
 
-def create_server(memory: Memory, *, scope: Scope | None = None) -> MCPServer:
-    """The MCP server over ``memory``. ``scope``: the one every tool acts in (stdio); ``None``: each
-    HTTP request's API key decides (:func:`http_app` puts its principal on the request)."""
-    if scope is not None:
+def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str | None = None,
+                  run_id: str | None = None) -> MCPServer:
+    """The MCP server over ``memory``, its tools acting in the scope given here (stdio, or a client in
+    the same process); without one, in the scope of each HTTP request's API key (see :func:`http_app`)."""
+    if user_id is not None or agent_id is not None or run_id is not None:
+        scope = fixed_scope(user_id, agent_id, run_id)
         fixed = ScopeArgs(user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id)
         answer = Answer(memory, lambda ctx: fixed)
     else:
@@ -314,9 +316,9 @@ def serve(config: MemoryConfig, *, transport: str = "stdio", host: str | None = 
     """Run the server in the foreground (``graphmem mcp``): over stdio until the client closes it, over
     HTTP until SIGINT/SIGTERM. Everything that can refuse a start does so before the store opens."""
     if transport == "stdio":
-        scope = fixed_scope(user_id, agent_id, run_id)
+        fixed_scope(user_id, agent_id, run_id)  # before the store opens
         with Memory(config) as memory:
-            create_server(memory, scope=scope).run("stdio")
+            create_server(memory, user_id=user_id, agent_id=agent_id, run_id=run_id).run("stdio")
         return
     if transport != "http":
         raise ConfigError(f"--transport is stdio or http, not {transport!r}")
