@@ -309,7 +309,8 @@ def test_each_key_sees_only_its_own_scope(http_server: HttpServer) -> None:
 
     async def test() -> None:
         async with http_server.client("a") as a, http_server.client("b") as b:
-            mid = (await call(a, "add_memory", text="a's secret plan", infer=False, triples=TRIPLES))["results"][0]["id"]
+            added = await call(a, "add_memory", text="a's secret plan", infer=False, triples=TRIPLES)
+            mid = added["results"][0]["id"]
             await call(b, "add_memory", text="b's own note", infer=False)
             for tool in ("get_memory", "delete_memory"):
                 theirs, nothing = await tool_error(b, tool, memory_id=mid), await tool_error(b, tool, memory_id=missing)
