@@ -28,11 +28,13 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from graphmem import Memory, MemoryConfig
+from graphmem import Memory, MemoryConfig, StoreUnavailableError
+from graphmem.embedding import HashingEmbedder
 from graphmem.servers.auth import digest, new_key
+from graphmem.servers.mcp import create_server
 from tests.conftest import make_config
 from tests.test_readme import readme_blocks
-from tests.test_rest import _free_port, _graphmem
+from tests.test_rest import FaultyStore, _free_port, _graphmem
 
 TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "delete_memory", "list_entities",
          "list_facts", "list_rejected"}
@@ -231,6 +233,27 @@ def test_the_server_refuses_to_start_without_a_scope(tmp_path: Path) -> None:
                 await c.list_tools()
 
     run(test)
+
+
+def test_faults_are_tool_errors_without_internals(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = FaultyStore(tmp_path / "faulty.db")
+    with Memory(MemoryConfig.load(make_config("sqlite", tmp_path)), embedder=HashingEmbedder(384), store=store) as m:
+        async def test() -> None:
+            async with Client(create_server(m, user_id="u1")) as c:  # in process
+                await call(c, "add_memory", text="kept", infer=False)
+                store.fault = StoreUnavailableError("Neo4j at bolt://db.internal:7687 is unreachable")
+                said = await tool_error(c, "list_memories")
+                assert said.endswith("StoreUnavailableError: the store cannot be reached; retry later")
+                store.fault = RuntimeError("secret internals at /srv/app/config.yaml")
+                said = await tool_error(c, "list_memories")
+                assert said == "Error executing tool list_memories" and "secret" not in said
+                store.fault = None
+                assert [r["memory"] for r in (await call(c, "list_memories"))["results"]] == ["kept"]
+            async with Client(create_server(m)) as c:  # keys mode without the HTTP layer: nothing is served
+                assert "UnauthenticatedError" in await tool_error(c, "list_memories")
+
+        run(test)
+    assert "RuntimeError: secret internals" in caplog.text  # in the server's log only, with its traceback
 
 
 # -- streamable HTTP ----------------------------------------------------------------------------------
