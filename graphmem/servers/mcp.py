@@ -75,7 +75,7 @@ IsoTime = Annotated[str | None, Field(description="ISO-8601 time, e.g. 2024-05-0
 MemoryId = Annotated[str, Field(description="A memory id from an earlier result")]
 
 
-class Answer:
+class _Answer:
     """Builds one tool's answer; the scope function is the server's (fixed or per request)."""
 
     def __init__(self, memory: Memory, scope_of: Callable[[Context], ScopeArgs]) -> None:
@@ -86,12 +86,12 @@ class Answer:
         try:
             data = json_safe(action(self.memory, self.scope_of(ctx)))
         except GraphmemError as exc:
-            raise ToolError(tool_error_message(exc)) from exc
+            raise ToolError(_tool_error_message(exc)) from exc
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def tool_error_message(exc: GraphmemError) -> str:
+def _tool_error_message(exc: GraphmemError) -> str:
     """``Type: message`` of a client error; a server-side fault's fixed text instead (it may name hosts)."""
     return f"{type(exc).__name__}: {problem(exc)['detail']}"
 
@@ -103,9 +103,9 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
     if user_id is not None or agent_id is not None or run_id is not None:
         scope = fixed_scope(user_id, agent_id, run_id)
         fixed = ScopeArgs(user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id)
-        answer = Answer(memory, lambda ctx: fixed)
+        answer = _Answer(memory, lambda ctx: fixed)
     else:
-        answer = Answer(memory, _request_scope)
+        answer = _Answer(memory, _request_scope)
 
     def add_memory(
         text: Annotated[str, Field(description="What to remember, e.g. a message of the user")],
