@@ -398,6 +398,40 @@ def serve(
     _run(start)
 
 
+# -- graphmem mcp -------------------------------------------------------------------------------------
+@app.command("mcp")
+def mcp_server(
+    transport: Annotated[str, typer.Option(help="stdio (a client starts the server) or http (streamable HTTP).")]
+    = "stdio",
+    user_id: Annotated[str | None, typer.Option("--user-id", "-u", envvar="GRAPHMEM_MCP_USER_ID",
+                                                help="stdio: the user every tool acts for.")] = None,
+    agent_id: Annotated[str | None, typer.Option("--agent-id", "-a", envvar="GRAPHMEM_MCP_AGENT_ID",
+                                                 help="stdio: the agent every tool acts for.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", "-r", envvar="GRAPHMEM_MCP_RUN_ID",
+                                               help="stdio: the run every tool acts in.")] = None,
+    host: Annotated[str | None, typer.Option(help="http: address to bind (default server.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="http: port (default server.port).")] = None,
+    keys_file: Annotated[Path | None, typer.Option(help="http: YAML/JSON file of hashed API keys (server.keys_file).")]
+    = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Run the MCP server (needs the server extra); the scope comes from these options or the API key."""
+    try:
+        from .servers.mcp import serve as run_mcp
+    except ImportError as exc:
+        err_console.print(f"graphmem mcp needs the server extra (pip install 'graphmem[server]'): {exc}")
+        raise typer.Exit(2) from None
+    from .config import MemoryConfig
+
+    def start() -> None:
+        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+        if keys_file is not None:
+            cfg.server.keys_file = keys_file
+        run_mcp(cfg, transport=transport, host=host, port=port, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    _run(start)
+
+
 DEMO_CONVERSATION = [
     {"role": "user", "content": "Hi, I'm Maya. I work as a data engineer at Northwind in Lisbon.", "name": "Maya"},
     {"role": "assistant", "content": "Nice to meet you, Maya! How can I help?"},
