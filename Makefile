@@ -5,12 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-server shacl-tests clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-server shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,server,fast]'
+	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -22,11 +22,14 @@ test: venv lint shacl-tests  ## the whole suite; starts Neo4j unless NEO4J_URI a
 	bash tools/run-tests.sh $(ARGS)
 
 lint: venv
-	$(BIN)/ruff check graphmem tests bench
+	$(BIN)/ruff check graphmem tests bench notebooks
 	$(BIN)/mypy graphmem
 
 unit: venv  ## tests without Neo4j (its tests skip unless CI=true)
 	$(BIN)/pytest -q $(ARGS)
+
+notebooks-strip: venv  ## remove outputs and run metadata from notebooks/*.ipynb before committing them
+	$(BIN)/python notebooks/strip.py
 
 shacl-tests:  ## W3C SHACL + DASH suites from pySHACL's sdist into .cache/shacl-tests (once)
 	bash tools/fetch-shacl-tests.sh
