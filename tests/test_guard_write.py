@@ -247,3 +247,16 @@ def test_a_fact_stated_twice_in_one_add_is_one_fact(mem: Memory, uid: str) -> No
     stored = [f for f in mem.store.relations(Scope(user_id=uid)) if f.relation == GM + "livesIn"]
     assert [f.id for f in stored] == [added[0]["id"]]
     assert stored[0].memory_ids == [r["results"][0]["id"]]
+
+
+def test_sh_in_of_plain_strings_admits_a_listed_value(mem: Memory, uid: str) -> None:
+    """gm:status ranges over xsd:string and its shape lists plain strings: RDF 1.1 makes them one
+    value, so a listed status is stored and only an unlisted one is refused (issue 17's notebooks
+    found every status refused)."""
+    ok = mem.add("Project Apollo is active.", user_id=uid, infer=False,
+                 triples=[{"source": "Apollo", "relation": "status", "target": "active", "source_type": "Project"}])
+    assert [a["target"] for a in ok["relations"]["added"]] == ["active"] and not ok["relations"]["rejected"]
+    bad = mem.add("Project Zeus is sleepy.", user_id=uid, infer=False,
+                  triples=[{"source": "Zeus", "relation": "status", "target": "sleepy", "source_type": "Project"}])
+    (refused,) = bad["relations"]["rejected"]
+    assert "sh:InConstraintComponent" in " ".join(refused["reasons"])

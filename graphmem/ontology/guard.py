@@ -301,6 +301,8 @@ class Guard:
             prefix, _, local = dt.partition(":")
             ns = self.ontology.prefixes.get(prefix) or (str(XSD) if prefix == "xsd" else None)
             dt = ns + local if ns else dt
+        if dt == str(XSD.string):  # RDF 1.1: a plain literal *is* an xsd:string, but rdflib tells them
+            dt = None  # apart, and pySHACL's sh:in ( "a" "b" ) would never match a typed one
         return RDFLiteral(value.value, datatype=URIRef(dt) if dt else None)
 
     def literal_for(self, relation: str, value: object) -> RDFLiteral:
