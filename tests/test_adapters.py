@@ -412,3 +412,35 @@ def test_openai_agents_tools(memory: Memory) -> None:
     assert json.loads(found)["memories"][0]["memory"] == "Maya collects vinyl records"
     assert bad.startswith("error: limit")
     assert [r["memory"] for r in items_of(memory, "maya")] == ["Maya collects vinyl records"]
+
+
+def test_openai_agents_runner_calls_the_tools_over_http(memory: Memory) -> None:
+    """A real Agents SDK run: the model (the suite's OpenAI-compatible stand-in, over HTTP) calls
+    add_memory, then search_memory, then answers; the tools' outputs go back to it."""
+    agents = need("agents")
+    from openai import AsyncOpenAI
+
+    from graphmem.adapters.openai_agents import memory_tools
+    from graphmem.testing.standin import Reply, StandinServer
+
+    agents.set_tracing_disabled(True)  # the SDK would otherwise export traces to the hosted platform
+    with StandinServer() as server:
+        server.chat_script.extend([
+            Reply(tool_calls=[{"name": "add_memory", "arguments": json.dumps({"text": "Maya's bike is red"})}]),
+            Reply(tool_calls=[{"name": "search_memory",
+                               "arguments": json.dumps({"query": "what colour is the bike?", "limit": None})}]),
+            Reply(content="Your bike is red."),
+        ])
+        client = AsyncOpenAI(base_url=server.base_url, api_key="sk-standin", max_retries=0)
+        model = agents.OpenAIChatCompletionsModel(model="standin", openai_client=client)
+        agent = agents.Agent(name="assistant", instructions="Use your memory tools.", model=model,
+                             tools=memory_tools(memory, user_id="maya", infer=False))
+        result = agents.Runner.run_sync(agent, "Remember my bike is red, then tell me its colour.")
+        requests = server.chat_requests
+    assert result.final_output == "Your bike is red."
+    assert [r["memory"] for r in items_of(memory, "maya")] == ["Maya's bike is red"]
+    sent = [t["function"] for t in requests[0]["tools"]]
+    assert {t["name"] for t in sent} == {"add_memory", "search_memory"}
+    assert all(not {"user_id", "agent_id", "run_id"} & set(t["parameters"]["properties"]) for t in sent)
+    tool_outputs = [m["content"] for m in requests[2]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_outputs[-1])["memories"][0]["memory"] == "Maya's bike is red"
