@@ -256,6 +256,49 @@ def test_async_methods_and_batch_order(store: Any) -> None:
     assert gone is None
 
 
+def test_puts_of_one_new_key_make_one_memory(store: Any, memory: Memory) -> None:
+    import threading
+
+    barrier = threading.Barrier(6)
+
+    def put(i: int) -> None:
+        barrier.wait()
+        store.put(NS, "same", {"content": f"version {i}"})
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [record] = items_of(memory, "maya")
+    assert store.get(NS, "same").value == {"content": record["memory"]}
+
+
+def test_a_key_written_twice_by_racing_processes_heals(store: Any, memory: Memory) -> None:
+    """Two processes' stores can each add a new key (their locks are their own): reads take the newest
+    memory, the next put keeps one."""
+    store.put(NS, "k", {"content": "first writer"})
+    [first] = items_of(memory, "maya")
+    memory.add("second writer", user_id="maya", infer=False, metadata={**first["metadata"], "content": "second writer"})
+    assert len(items_of(memory, "maya")) == 2
+    assert store.get(NS, "k").value == {"content": "second writer"}
+    store.put(NS, "k", {"content": "third put"})
+    assert [r["memory"] for r in items_of(memory, "maya")] == ["third put"]
+    assert [i.key for i in store.search(("users", "maya"))] == ["k"]
+
+
+def test_store_fields_name_the_text(memory: Memory) -> None:
+    need("langgraph.store.base")
+    from graphmem.adapters.langgraph import GraphmemStore
+
+    store = GraphmemStore(memory, fields=["facts[*].text"])
+    store.put(NS, "k", {"facts": [{"text": "Maya sings"}, {"text": "Maya paints"}], "n": 2})
+    assert [r["memory"] for r in items_of(memory, "maya")] == ["Maya sings\nMaya paints"]
+    assert store.search(("users", "maya"), query="who paints")[0].value["n"] == 2
+    with pytest.raises(InvalidInputError):
+        GraphmemStore(memory, fields="facts")  # type: ignore[arg-type]
+
+
 @pytest.mark.neo4j
 def test_store_on_neo4j(tmp_path: Path, neo4j_available: bool, uid: str) -> None:
     need("langgraph.store.base")
