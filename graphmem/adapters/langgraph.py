@@ -112,9 +112,10 @@ class GraphmemStore(BaseStore):
 
     def _put(self, op: PutOp) -> None:
         if not op.namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
+            raise InvalidNamespaceError("an item's namespace has at least one label")
         if op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
+            raise InvalidNamespaceError(f"namespace {short(op.namespace)}: LangGraph reserves the first label "
+                                        "'langgraph'")
         if op.ttl is not None:
             raise UnsupportedError("GraphmemStore does not support TTLs; put with ttl=None "
                                    "(graphmem's own expiry is Memory.add(expires_at=...))")

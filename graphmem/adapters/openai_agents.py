@@ -29,8 +29,10 @@ def memory_tools(memory: Memory, *, user_id: str | None = None, agent_id: str | 
     bound = ScopedMemory.bind(memory, user_id=user_id, agent_id=agent_id, run_id=run_id, infer=infer, top_k=top_k)
 
     async def add_memory(text: str) -> str:
-        """Args:
-        text: What to remember, in plain sentences.
+        """Remember something.
+
+        Args:
+            text: What to remember, in plain sentences.
         """
         try:
             return await asyncio.to_thread(bound.add, text)
@@ -38,9 +40,11 @@ def memory_tools(memory: Memory, *, user_id: str | None = None, agent_id: str | 
             return f"error: {exc}"
 
     async def search_memory(query: str, limit: int | None = None) -> str:
-        """Args:
-        query: What to look for, in plain words.
-        limit: How many memories at most (default: the tools' top_k).
+        """Search memories.
+
+        Args:
+            query: What to look for, in plain words.
+            limit: How many memories at most (default: the tools' top_k).
         """
         try:
             return await asyncio.to_thread(bound.search, query, limit)
