@@ -63,6 +63,16 @@ def test_importing_graphmem_imports_no_framework() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+@pytest.mark.parametrize(("adapter", "framework", "extra"), [
+    ("langgraph", "langgraph", "langgraph"), ("langchain", "langchain_core", "langchain"),
+    ("openai_agents", "agents", "agents")])
+def test_an_adapter_without_its_extra_names_the_extra(adapter: str, framework: str, extra: str) -> None:
+    code = (f"import sys; sys.modules[{framework!r}] = None\n"  # as if the package were not installed
+            f"try:\n    import graphmem.adapters.{adapter}\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert f"pip install 'graphmem[{extra}]'" in out.stdout
+
+
 def test_put_get_round_trip_and_update_by_key(store: Any, memory: Memory) -> None:
     value = {"content": "Maya is allergic to peanuts", "tags": ["health", "food"], "severity": 3,
              "nested": {"a": [1, {"b": None}]}, "note": None, "ok": True}

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 try:
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
-except ImportError as exc:  # pragma: no cover - depends on the environment
+except ImportError as exc:
     raise ImportError("graphmem.adapters.langchain needs LangChain: pip install 'graphmem[langchain]'") from exc
 
 from ..memory import Memory

@@ -46,7 +46,7 @@ try:
         validate_op_namespace,
     )
     from langgraph.store.base.embed import get_text_at_path
-except ImportError as exc:  # pragma: no cover - depends on the environment
+except ImportError as exc:
     raise ImportError("graphmem.adapters.langgraph needs LangGraph: pip install 'graphmem[langgraph]'") from exc
 
 from ..memory import Memory

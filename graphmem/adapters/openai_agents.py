@@ -12,7 +12,7 @@ import asyncio
 
 try:
     from agents import FunctionTool, function_tool
-except ImportError as exc:  # pragma: no cover - depends on the environment
+except ImportError as exc:
     raise ImportError("graphmem.adapters.openai_agents needs the OpenAI Agents SDK: "
                       "pip install 'graphmem[agents]'") from exc
 
