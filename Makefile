@@ -10,7 +10,7 @@ NEO4J  := tools/neo4j/neo4j.sh
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks]'
+	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks,langgraph,langchain,agents]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)

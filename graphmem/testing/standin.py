@@ -15,6 +15,7 @@ import contextlib
 import json
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,10 @@ class Reply:
     """Extra response headers (e.g. ``retry-after-ms``)."""
     refusal: str | None = None
     """A model refusal: ``message.refusal`` set and ``content`` null."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Function calls the model makes (``{"name", "arguments", "id"?}``, arguments a JSON string): sent
+    as ``message.tool_calls`` (an id unique to the call when none is given) with ``finish_reason``
+    ``tool_calls``."""
 
     def fault_body(self) -> str:
         """The body of a non-200 or raw reply."""
@@ -130,10 +135,17 @@ class StandinServer:
         message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else reply.content}
         if reply.refusal:
             message["refusal"] = reply.refusal
+        finish = reply.finish_reason
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.get("id") or f"call_{uuid.uuid4().hex[:16]}", "type": "function",
+                 "function": {"name": call["name"], "arguments": call["arguments"]}}
+                for call in reply.tool_calls]
+            finish = "tool_calls"
         return 200, json.dumps({
             "id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "standin"),
-            "choices": [{"index": 0, "finish_reason": reply.finish_reason, "message": message}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         }), reply.headers
 
