@@ -25,8 +25,9 @@ from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relati
 from ..stores.base import DUMP_KINDS, Vector
 
 FORMAT_VERSION: Final = 1
-MODELS: Final[dict[str, type[BaseModel]]] = {"memory": MemoryRecord, "event": HistoryEvent, "entity": Entity, "fact": Relation,
-                 "quarantine": QuarantineEntry}
+MODELS: Final[dict[str, type[BaseModel]]] = {
+    "memory": MemoryRecord, "event": HistoryEvent, "entity": Entity, "fact": Relation,
+    "quarantine": QuarantineEntry}
 
 
 @dataclass

@@ -38,30 +38,35 @@ class BatchDone:
     copied: dict[str, int]
 
 
-def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str], batch: int = 1000,
-            progress: bool = False, console: Console | None = None,
+def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str], scope: Scope | None = None,
+            batch: int = 1000, progress: bool = False, console: Console | None = None,
             on_batch: Callable[[BatchDone], None] | None = None) -> dict[str, Any]:
-    """Copy every row of ``source`` into ``target`` (both opened, with the same embedder).
+    """Copy every row of ``source`` (of the exact scopes ``scope`` contains; ``None``: all) into
+    ``target`` (both opened, with the same embedder).
 
-    A new migration needs a target that holds nothing; with an existing ``checkpoint`` it continues
-    the one that wrote it. Returns the rows copied per kind, both stores' counts, and the time."""
+    A new migration needs a target that holds none of those scopes; with an existing
+    ``checkpoint`` it continues the one that wrote it. Returns the rows copied per kind, the
+    counts compared, and the time."""
     if batch < 1:
         raise InvalidInputError(f"batch must be at least 1, got {batch}")
     path = Path(checkpoint)
     state = _load(path)
     resumed = state is not None
     if state is None:
-        if target.dump_scopes():
-            raise DumpConflictError("the target store is not empty; migrate copies into an empty store (or continue "
-                                    "an interrupted migration with its checkpoint); nothing was written")
-        scopes = source.dump_scopes()
+        scopes = [s for s in source.dump_scopes() if scope is None or scope.contains(s.user_id, s.agent_id, s.run_id)]
+        held = sorted(set(scopes) & set(target.dump_scopes()), key=lambda s: str(s.items()))
+        if held:
+            raise DumpConflictError(f"the target store already holds scope {dict(held[0].items())} (and "
+                                    f"{len(held) - 1} more of the {len(scopes)} to copy); migrate copies into scopes "
+                                    "the target does not have (continue an interrupted migration with its "
+                                    "checkpoint); nothing was written")
         state = {"scopes": [dict(s.items()) for s in scopes], "position": None, "copied": dict.fromkeys(DUMP_KINDS, 0),
                  "batches": 0, "seconds": 0.0}
         _save(path, state)
     scopes = [Scope(**s) for s in state["scopes"]]
     start = Position(**state["position"]) if state["position"] else None
     copied: dict[str, int] = state["copied"]
-    totals = source.dump_counts(None)
+    totals = _counts(source, scopes)
     began = time.perf_counter()
     with _bars(progress, console, totals, copied) as bars:
         first = resumed
@@ -80,7 +85,7 @@ def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str],
             if on_batch is not None:
                 on_batch(BatchDone(state["batches"], page.kind, page.size, dict(copied)))
     state["seconds"] += time.perf_counter() - began
-    after = target.dump_counts(None)
+    after = _counts(target, scopes)
     if after != totals:
         diff = ", ".join(f"{k}: source {totals[k]}, target {after[k]}" for k in DUMP_KINDS if totals[k] != after[k])
         raise StoreError(f"the migrated store's counts differ from the source's ({diff}); the checkpoint "
@@ -89,6 +94,14 @@ def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str],
     seconds = round(float(state["seconds"]), 3)
     return {"copied": copied, "counts": after, "batches": state["batches"], "resumed": resumed, "seconds": seconds,
             "memories_per_s": round(totals["memory"] / seconds, 1) if seconds else None}
+
+
+def _counts(store: Store, scopes: list[Scope]) -> dict[str, int]:
+    total = dict.fromkeys(DUMP_KINDS, 0)
+    for s in scopes:
+        for kind, n in store.dump_counts(s).items():
+            total[kind] += n
+    return total
 
 
 def _landed(target: Store, page: Page) -> bool:
