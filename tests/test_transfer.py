@@ -297,3 +297,50 @@ def test_migrate_back_from_a_dump_keeps_vectors_bit_for_bit(tmp_path: Path, uid:
                                    "embedder": {"provider": "hashing"}}), embedder=HashingEmbedder(384)) as b:
         after = {r.id: v for r, v in b.store.dump_memories(Scope(user_id=uid), None, 100)}
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
+
+
+KILLED_CHILD = """
+import sys, time
+from graphmem import Memory, MemoryConfig
+from graphmem.embedding import HashingEmbedder
+home, target, checkpoint = sys.argv[1:4]
+config = {"home": home, "store": {"provider": "sqlite", "path": home + "/graphmem.db"},
+          "embedder": {"provider": "hashing"}}
+with Memory(MemoryConfig.load(config), embedder=HashingEmbedder(384)) as m:
+    m.migrate({"provider": "sqlite", "path": target}, checkpoint=checkpoint, batch_size=4,
+              on_batch=lambda done: time.sleep(0.3))
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_migration_process_resumes(tmp_path: Path, uid: str) -> None:
+    """The real thing: a migrating process killed (SIGKILL) part-way, then the same migration again."""
+    import subprocess
+    import sys
+    import time
+
+    checkpoint, target = tmp_path / "migrate.json", tmp_path / "target.db"
+    with open_memory("sqlite", tmp_path / "src") as a:
+        seed(a, uid)
+        _many(a, uid, 30)
+        a.export(tmp_path / "source.jsonl", all_scopes=True)
+    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(tmp_path / "src"), str(target),
+                              str(checkpoint)])
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if checkpoint.exists() and json.loads(checkpoint.read_text() or "{}").get("batches", 0) >= 3:
+                break
+            assert child.poll() is None, "the migration ended before it could be killed"
+            time.sleep(0.05)
+        child.kill()
+    finally:
+        child.wait(timeout=30)
+    assert child.returncode < 0 and checkpoint.exists()  # killed, mid-way
+    with open_memory("sqlite", tmp_path / "src") as a:
+        done = a.migrate({"provider": "sqlite", "path": str(target)}, checkpoint=checkpoint, batch_size=4)
+    assert done["resumed"] and done["counts"]["memory"] == 35
+    with Memory(MemoryConfig.load({"home": str(tmp_path / "t"), "store": {"provider": "sqlite", "path": str(target)},
+                                   "embedder": {"provider": "hashing"}}), embedder=HashingEmbedder(384)) as t:
+        t.export(tmp_path / "target.jsonl", all_scopes=True)
+    assert rows(tmp_path / "target.jsonl") == rows(tmp_path / "source.jsonl")
