@@ -588,7 +588,8 @@ class Store(ABC):
         """Run a read-only Cypher query for an analyst. Only graph databases have it."""
         raise UnsupportedError(
             f"Cypher queries need the Neo4j store; this store is {type(self).__name__} "
-            "(use get_all/search, or set store.provider='neo4j' for a store analysts can query)"
+            "(use get_all/search, or set store.provider='neo4j' for a store analysts can query; "
+            "`graphmem migrate --to bolt://HOST:7687` copies this store into Neo4j)"
         )
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
