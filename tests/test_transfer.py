@@ -344,3 +344,19 @@ def test_a_killed_migration_process_resumes(tmp_path: Path, uid: str) -> None:
                                    "embedder": {"provider": "hashing"}}), embedder=HashingEmbedder(384)) as t:
         t.export(tmp_path / "target.jsonl", all_scopes=True)
     assert rows(tmp_path / "target.jsonl") == rows(tmp_path / "source.jsonl")
+
+
+def test_a_store_without_dump_primitives_says_so(tmp_path: Path, uid: str) -> None:
+    from graphmem import UnsupportedError
+    from graphmem.stores.base import Store
+    from graphmem.stores.sqlite import SQLiteStore
+
+    class Plain(SQLiteStore):  # a backend of one's own that has not written them
+        dump_scopes = Store.dump_scopes
+
+    with Memory(MemoryConfig.load(make_config("sqlite", tmp_path)), embedder=HashingEmbedder(384),
+                store=Plain(tmp_path / "plain.db")) as m:
+        m.add("still works", user_id=uid, infer=False)
+        with pytest.raises(UnsupportedError, match=r"Plain has no dump_scopes\(\)"):
+            m.export(tmp_path / "x.jsonl", user_id=uid)
+        assert not (tmp_path / "x.jsonl").exists()

@@ -605,53 +605,59 @@ class Store(ABC):
 
     # -- dump primitives: export, import and migration (graphmem.transfer) ---------------------------
     # Each reads one *exact* scope (absent fields are absent, not free), so the scopes of a store
-    # partition its rows and a dump of several scopes holds every row once.
-    @abstractmethod
+    # partition its rows and a dump of several scopes holds every row once. Both built-in stores
+    # implement them; a store of your own without them still runs everything else, and export,
+    # import and migration raise UnsupportedError naming what it lacks.
     def dump_scopes(self) -> list[Scope]:
         """Every exact scope holding a memory, history event, entity or quarantine entry, sorted by
         (user_id, agent_id, run_id) with absent fields first. Administration: it spans tenants."""
+        raise self._no_dump("dump_scopes")
 
-    @abstractmethod
     def dump_counts(self, scope: Scope | None) -> dict[str, int]:
         """Rows per :data:`DUMP_KINDS` kind in exactly ``scope`` (``None``: the whole store), so a
         copy can be verified and its progress shown."""
+        raise self._no_dump("dump_counts")
 
-    @abstractmethod
     def dump_memories(self, scope: Scope, after: str | None, limit: int) -> list[tuple[MemoryRecord, Vector]]:
         """Up to ``limit`` memories of exactly ``scope`` with ids after ``after``, in id order, each
         with its stored vector (zeros when none is stored) and its access counts."""
+        raise self._no_dump("dump_memories")
 
-    @abstractmethod
     def dump_history(self, scope: Scope, after: str | None, limit: int) -> list[HistoryEvent]:
         """The history events of exactly ``scope`` for its next ``limit`` memory ids after ``after``
         (deleted memories too), by memory id, each memory's events in :meth:`history` order."""
+        raise self._no_dump("dump_history")
 
-    @abstractmethod
     def dump_entities(
         self, scope: Scope, after: str | None, limit: int
     ) -> list[tuple[Entity, Vector | None, list[str]]]:
         """Up to ``limit`` entities of exactly ``scope`` with ids after ``after``, in id order, with
         their name embedding (``None`` when none is stored) and the ids of the memories that
         mention them (sorted)."""
+        raise self._no_dump("dump_entities")
 
-    @abstractmethod
     def dump_facts(self, scope: Scope, entity_ids: Sequence[str]) -> list[Relation]:
         """Every fact of exactly ``scope`` whose subject is one of ``entity_ids``, closed ones too,
         with all its provenance, sorted by id."""
+        raise self._no_dump("dump_facts")
 
-    @abstractmethod
     def dump_quarantine(self, scope: Scope, after: str | None, limit: int) -> list[QuarantineEntry]:
         """Up to ``limit`` quarantine entries of exactly ``scope`` (any status) after ``after``, by id."""
+        raise self._no_dump("dump_quarantine")
 
-    @abstractmethod
     def taken_ids(self, kind: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` (of a :data:`DUMP_KINDS` kind) this store already holds, in any scope:
         ids are unique store-wide, so an import refuses them before writing anything."""
+        raise self._no_dump("taken_ids")
 
-    @abstractmethod
     def restore(self, scope: Scope, rows: Restore) -> None:
         """Write dumped rows of exactly ``scope`` as they are, in one transaction. An id or an
         identity (a scope's text hash, entity name) the store holds already fails it whole."""
+        raise self._no_dump("restore")
+
+    def _no_dump(self, method: str) -> UnsupportedError:
+        return UnsupportedError(f"{type(self).__name__} has no {method}(): export, import and migration need the "
+                                "dump primitives of graphmem.stores.base.Store (the SQLite and Neo4j stores have them)")
 
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:
