@@ -360,3 +360,17 @@ def test_a_store_without_dump_primitives_says_so(tmp_path: Path, uid: str) -> No
         with pytest.raises(UnsupportedError, match=r"Plain has no dump_scopes\(\)"):
             m.export(tmp_path / "x.jsonl", user_id=uid)
         assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.neo4j
+def test_bad_dumps_write_nothing_to_neo4j(tmp_path: Path, uid: str, neo4j_available: bool) -> None:
+    good = _dump(tmp_path, uid)
+    corrupt = _edit(good, tmp_path / "corrupt.jsonl", lambda ls: [*ls[:-1], ls[-1][:-3]])  # the last line cut
+    with open_memory("neo4j", tmp_path / "n") as n:
+        with pytest.raises(DumpFormatError, match="not JSON"):
+            n.import_(corrupt, batch_size=2)
+        with pytest.raises(SchemaMismatchError):
+            n.import_(_edit(good, tmp_path / "dims.jsonl",
+                            lambda ls: [ls[0].replace('"dims": 384', '"dims": 512'), *ls[1:]]))
+        for scope in (Scope(user_id=uid), Scope(user_id=uid, agent_id="helper")):
+            assert set(n.store.dump_counts(scope).values()) == {0}
