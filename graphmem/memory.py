@@ -521,12 +521,13 @@ class Memory:
 
         target = create_store(self.config.model_copy(update={"store": store_config(to)}))
         try:
-            target.open(self.embedder.name, self.embedder.dims)
+            info = target.open(self.embedder.name, self.embedder.dims)
             path = checkpoint if checkpoint is not None else self.config.home / "migrate.checkpoint.json"
             scope = None if user_id is None and agent_id is None and run_id is None else \
                 Scope.of(user_id, agent_id, run_id)
+            route = f"{self.info.backend}:{self.info.location} -> {info.backend}:{info.location}"
             return migrate(self.store, target, checkpoint=path, scope=scope, batch=_batch(batch_size),
-                           progress=progress, on_batch=on_batch)
+                           progress=progress, on_batch=on_batch, route=route)
         finally:
             target.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def run(home: Path, *args: str, neo4j: bool = False, stdin: str | None = None) -
 
 
 @pytest.fixture
-def neo4j_memories(tmp_path: Path, uid: str, neo4j_available: bool) -> object:
+def neo4j_memories(tmp_path: Path, uid: str, neo4j_available: bool) -> Iterator[Memory]:
     m = Memory(MemoryConfig.load({"home": str(tmp_path), "store": neo4j_config(), "embedder": {"provider": "hashing"}}),
                embedder=HashingEmbedder(384))
     m.add([{"role": "user", "content": "I like green tea"}, {"role": "user", "content": "I play chess, 3 times"}],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +19,14 @@ import numpy as np
 import pytest
 from rdflib import Graph
 
-from graphmem import DumpConflictError, DumpFormatError, Memory, MemoryConfig, SchemaMismatchError
+from graphmem import (
+    DumpConflictError,
+    DumpFormatError,
+    InvalidInputError,
+    Memory,
+    MemoryConfig,
+    SchemaMismatchError,
+)
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import Relation, Scope
 from graphmem.stores.base import DUMP_KINDS, Restore
@@ -181,9 +189,8 @@ def _dump(tmp_path: Path, uid: str) -> Path:
     return tmp_path / "good.jsonl"
 
 
-def _edit(src: Path, dest: Path, edit: object) -> Path:
+def _edit(src: Path, dest: Path, edit: Callable[[list[str]], list[str]]) -> Path:
     lines = src.read_text(encoding="utf-8").splitlines()
-    assert callable(edit)
     dest.write_text("\n".join(edit(lines)) + "\n", encoding="utf-8")
     return dest
 
@@ -198,7 +205,8 @@ def _edit(src: Path, dest: Path, edit: object) -> Path:
     ("bad row", lambda ls: [*ls[:2], ls[2].replace('"memory_type": "semantic"', '"memory_type": "dream"'),
                             *ls[3:]], DumpFormatError, "memory_type"),
 ])
-def test_bad_dumps_are_refused_whole(tmp_path: Path, uid: str, name: str, edit: object, error: type[Exception],
+def test_bad_dumps_are_refused_whole(tmp_path: Path, uid: str, name: str, edit: Callable[[list[str]], list[str]],
+                                     error: type[Exception],
                                      says: str) -> None:
     bad = _edit(_dump(tmp_path, uid), tmp_path / "bad.jsonl", edit)
     with open_memory("sqlite", tmp_path / "dst") as b:
@@ -239,7 +247,7 @@ class Stop(Exception):
     pass
 
 
-def _stop_at(k: int) -> object:
+def _stop_at(k: int) -> Callable[[BatchDone], None]:
     def hook(done: BatchDone) -> None:
         if done.number == k:
             raise Stop(f"stopped after batch {k}")
@@ -266,6 +274,9 @@ def test_an_interrupted_migration_resumes_where_it_stopped(tmp_path: Path, uid: 
             with pytest.raises(Stop):
                 a.migrate(target, user_id=uid, checkpoint=checkpoint, batch_size=7, on_batch=_stop_at(3))
             assert json.loads(checkpoint.read_text())["batches"] == 3
+            with pytest.raises(InvalidInputError, match="belongs to another migration"):  # not into another store
+                a.migrate({"provider": "sqlite", "path": str(tmp_path / "elsewhere.db")}, user_id=uid,
+                          checkpoint=checkpoint)
             batches: list[BatchDone] = []
             done = a.migrate(target, user_id=uid, checkpoint=checkpoint, batch_size=7, on_batch=batches.append)
             assert done["resumed"] and batches[0].number == 4  # continued, not started over

@@ -40,13 +40,14 @@ class BatchDone:
 
 def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str], scope: Scope | None = None,
             batch: int = 1000, progress: bool = False, console: Console | None = None,
-            on_batch: Callable[[BatchDone], None] | None = None) -> dict[str, Any]:
+            on_batch: Callable[[BatchDone], None] | None = None, route: str = "") -> dict[str, Any]:
     """Copy every row of ``source`` (of the exact scopes ``scope`` contains; ``None``: all) into
     ``target`` (both opened, with the same embedder).
 
     A new migration needs a target that holds none of those scopes; with an existing
     ``checkpoint`` it continues the one that wrote it. Returns the rows copied per kind, the
-    counts compared, and the time."""
+    counts compared, and the time. ``route`` names the two stores: a checkpoint written for
+    another route (or scope) is refused rather than continued into the wrong store."""
     if batch < 1:
         raise InvalidInputError(f"batch must be at least 1, got {batch}")
     path = Path(checkpoint)
@@ -60,9 +61,14 @@ def migrate(source: Store, target: Store, *, checkpoint: str | os.PathLike[str],
                                     f"{len(held) - 1} more of the {len(scopes)} to copy); migrate copies into scopes "
                                     "the target does not have (continue an interrupted migration with its "
                                     "checkpoint); nothing was written")
-        state = {"scopes": [dict(s.items()) for s in scopes], "position": None, "copied": dict.fromkeys(DUMP_KINDS, 0),
-                 "batches": 0, "seconds": 0.0}
+        state = {"route": route, "scope": dict(scope.items()) if scope else None,
+                 "scopes": [dict(s.items()) for s in scopes], "position": None,
+                 "copied": dict.fromkeys(DUMP_KINDS, 0), "batches": 0, "seconds": 0.0}
         _save(path, state)
+    elif state.get("route") != route or state.get("scope") != (dict(scope.items()) if scope else None):
+        raise InvalidInputError(f"the checkpoint {path} belongs to another migration ({state.get('route')!r}, "
+                                f"scope {state.get('scope')}); give this one its own --checkpoint, or delete that "
+                                "file once its migration is no longer wanted")
     scopes = [Scope(**s) for s in state["scopes"]]
     start = Position(**state["position"]) if state["position"] else None
     copied: dict[str, int] = state["copied"]
