@@ -385,3 +385,26 @@ def test_bad_dumps_write_nothing_to_neo4j(tmp_path: Path, uid: str, neo4j_availa
                             lambda ls: [ls[0].replace('"dims": 384', '"dims": 512'), *ls[1:]]))
         for scope in (Scope(user_id=uid), Scope(user_id=uid, agent_id="helper")):
             assert set(n.store.dump_counts(scope).values()) == {0}
+
+
+@pytest.mark.neo4j
+def test_an_interrupted_migration_from_neo4j_resumes(tmp_path: Path, uid: str, neo4j_available: bool) -> None:
+    """Neo4j's paged reads (cursors across small batches) as the source of a resumed migration."""
+    target = {"provider": "sqlite", "path": str(tmp_path / "back.db")}
+    checkpoint = tmp_path / "back.json"
+    with open_memory("neo4j", tmp_path / "n") as n:
+        try:
+            seed(n, uid)
+            _many(n, uid, 20)
+            n.export(tmp_path / "neo4j.jsonl", user_id=uid)
+            with pytest.raises(Stop):
+                n.migrate(target, user_id=uid, checkpoint=checkpoint, batch_size=3, on_batch=_stop_at(4))
+            done = n.migrate(target, user_id=uid, checkpoint=checkpoint, batch_size=3)
+            assert done["resumed"] and done["counts"]["memory"] == 25
+        finally:
+            n.delete_all(user_id=uid)
+            n.delete_all(user_id=uid, agent_id="helper")
+    with Memory(MemoryConfig.load({"home": str(tmp_path / "t"), "store": target, "embedder": {"provider": "hashing"}}),
+                embedder=HashingEmbedder(384)) as t:
+        t.export(tmp_path / "back.jsonl", user_id=uid)
+    assert rows(tmp_path / "back.jsonl") == rows(tmp_path / "neo4j.jsonl")
