@@ -499,7 +499,7 @@ def migrate(
 
 @app.command()
 def cypher(
-    query: Annotated[str, typer.Argument(help="A read-only Cypher query (Neo4j store).")],
+    query: Annotated[str, typer.Argument(help="A read-only Cypher query (Neo4j store); '-' reads it from stdin.")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value, the value JSON "
                                                     "(5, true, '\"Maya\"', '[1, 2]'); repeatable.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json.")] = "table",
@@ -509,6 +509,8 @@ def cypher(
     if fmt not in ("table", "csv", "json"):
         _fail("InvalidInputError", f"--format {fmt!r}: use table, csv or json")
     params = dict(_cypher_param(p) for p in param or [])
+    if query == "-":
+        query = sys.stdin.read()
     with _memory(config) as m:
         rows: list[dict[str, Any]] = _run(lambda: m.cypher(query, params or None))
     columns = list(dict.fromkeys(k for r in rows for k in r))

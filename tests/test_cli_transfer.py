@@ -54,7 +54,7 @@ def test_cypher_prints_a_table_csv_and_json(tmp_path: Path, uid: str, neo4j_memo
     assert code == 0, err
     assert list(csv.reader(io.StringIO(out))) == [["memory", "n"], ["I like green tea", "16"],
                                                   ["I play chess, 3 times", "21"]]  # the comma is quoted
-    code, out, err = run(tmp_path, "cypher", QUERY, "-p", f'uid="{uid}"', neo4j=True)
+    code, out, err = run(tmp_path, "cypher", "-", "-p", f'uid="{uid}"', neo4j=True, stdin=QUERY)
     assert code == 0 and "2 row(s)" in out and "green tea" in out
 
 
