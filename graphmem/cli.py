@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypedDict
 
 import typer
 from rich.console import Console
@@ -472,6 +472,131 @@ def demo(
         for query in DEMO_QUERIES:
             found = m.search(query, user_id="maya", top_k=3)
             console.print(_records_table(f"search: {query}", found["results"], score=True))
+
+
+# -- export, import, migrate and cypher (graphmem.transfer; Memory.export / import_ / migrate / cypher) ------
+
+
+@app.command("export")
+def export_(
+    target: Annotated[str, typer.Argument(help="File to write ('-': standard output).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl (a lossless dump), turtle or json-ld (RDF).")
+                   ] = "jsonl",
+    all_scopes: Annotated[bool, typer.Option("--all", help="Every scope of the store (administration).")] = False,
+    batch_size: Annotated[int, typer.Option(help="Rows read per query.")] = 1000,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Dump a scope (or --all) as JSON Lines, or its entities and facts as RDF (Memory.export, export_rdf)."""
+    scope = _scope(user_id, agent_id, run_id)
+    out: Any = sys.stdout if target == "-" else target
+    with _memory(config) as m:
+        if fmt == "jsonl":
+            result = _run(lambda: m.export(out, **scope, all_scopes=all_scopes, batch_size=batch_size))
+        else:
+            result = _run(lambda: m.export_rdf(out, **scope, all_scopes=all_scopes, rdf_format=fmt))
+    _summary(result, as_json, to_stderr=target == "-")
+
+
+@app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(help="Dump to read ('-': standard input).")],
+    reembed: Annotated[bool, typer.Option(help="Recompute vectors with this store's embedder.")] = False,
+    batch_size: Annotated[int, typer.Option(help="Rows per transaction.")] = 1000,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Import a dump written by `graphmem export` into the configured store (Memory.import_)."""
+    src: Any = sys.stdin if source == "-" else source
+    with _memory(config) as m:
+        result = _run(lambda: m.import_(src, reembed=reembed, batch_size=batch_size))
+    _summary(result, as_json)
+
+
+@app.command()
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="Target store: a config file (its store section), "
+                                    "sqlite:///path.db, or a Bolt URI (password: GRAPHMEM_STORE__PASSWORD).")],
+    checkpoint: Annotated[Path | None, typer.Option(help="Checkpoint file; default <home>/migrate.checkpoint.json."
+                                                    )] = None,
+    batch_size: Annotated[int, typer.Option(help="Rows per transaction.")] = 1000,
+    progress: Annotated[bool, typer.Option(help="Progress bars on stderr.")] = True,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Copy the configured store (or one scope) into another, resumably (Memory.migrate)."""
+    scope = _scope(user_id, agent_id, run_id)
+    with _memory(config) as m:
+        result = _run(lambda: m.migrate(to, **scope, checkpoint=checkpoint, batch_size=batch_size,
+                                        progress=progress))
+    _summary(result, as_json)
+
+
+@app.command()
+def cypher(
+    query: Annotated[str, typer.Argument(help="A read-only Cypher query (Neo4j store); '-' reads it from stdin.")],
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value, the value JSON "
+                                                    "(5, true, '\"Maya\"', '[1, 2]'); repeatable.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json.")] = "table",
+    config: ConfigOpt = None,
+) -> None:
+    """Run an analyst's read-only Cypher query (Memory.cypher): writes and escapes are refused."""
+    if fmt not in ("table", "csv", "json"):
+        _fail("InvalidInputError", f"--format {fmt!r}: use table, csv or json")
+    params = dict(_cypher_param(p) for p in param or [])
+    if query == "-":
+        query = sys.stdin.read()
+    with _memory(config) as m:
+        rows: list[dict[str, Any]] = _run(lambda: m.cypher(query, params or None))
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, default=str) + "\n")
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        for r in rows:
+            writer.writerow([_cell(r.get(c)) for c in columns])
+    else:
+        table = Table(title=f"{len(rows)} row(s)")
+        for c in columns:
+            table.add_column(c, overflow="fold")
+        for r in rows:
+            table.add_row(*(_cell(r.get(c)) for c in columns))
+        console.print(table)
+
+
+def _cypher_param(text: str) -> tuple[str, Any]:
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        _fail("InvalidInputError", f"--param {text!r}: write name=value (the value in JSON)")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        _fail("InvalidInputError", f"--param {name}: {value!r} is not JSON; a string is quoted: {name}='\"{value}\"'")
+
+
+def _cell(value: Any) -> str:
+    """A CSV or table cell: strings as they are, null empty, everything else as JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _fail(kind: str, message: str) -> NoReturn:
+    err_console.print(f"[bold red]{kind}[/]: {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _summary(result: dict[str, Any], as_json: bool, *, to_stderr: bool = False) -> None:
+    """What an export, import or migration did: JSON, or one line (on stderr when stdout is the data)."""
+    out = err_console if to_stderr else console
+    if as_json:
+        out.print_json(json.dumps(result, ensure_ascii=False, default=str))
+        return
+    counts = result.get("counts") or result.get("imported") or result.get("copied") or {}
+    text = ", ".join(f"{n} {k}" for k, n in counts.items()) or ", ".join(f"{k}: {v}" for k, v in result.items())
+    out.print(text, highlight=False)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,21 @@ class ConflictError(StoreError):
     again is safe."""
 
 
+class DumpFormatError(InvalidInputError):
+    """A dump (``graphmem export``) that cannot be imported as it is: not JSON, another format
+    version, a row that does not validate, fewer rows than its header counts. ``line`` (1-based)
+    points at it when known. Nothing was written."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.line = line
+
+
+class DumpConflictError(InvalidInputError):
+    """The target store already holds ids (or a scope's text or entity name) of the dump being
+    imported or migrated: importing is for new rows, never a silent merge. Nothing was written."""
+
+
 class DuplicateMemoryError(InvalidInputError):
     """An update would give a memory the same text as another memory of its scope (one memory per
     scope and text: the store enforces it)."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import inputs
 from . import mem0 as compat
@@ -39,8 +40,17 @@ from .stores import Store, create_store
 if TYPE_CHECKING:
     from .ontology import Guard, Ontology
     from .search.rerank import CrossEncoderReranker, Reranker
+    from .transfer import BatchDone
+    from .transfer.targets import StoreTarget
 
 log = logging.getLogger("graphmem")
+
+
+def _batch(size: int) -> int:
+    """A batch size for export, import and migration (rows per transaction)."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidInputError(f"batch_size is a positive integer, got {short(size)}")
+    return size
 
 class Memory:
     """A memory engine bound to one store and one embedder.
@@ -450,6 +460,85 @@ class Memory:
                     raise InvalidInputError(f"Cypher parameter names are strings, got {short(key)}")
                 check_id(key, "a Cypher parameter name")
         return self.store.cypher(query, params)
+
+
+    # -- export, import and migration (graphmem.transfer) ----------------------------------------
+    def export(
+        self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None, all_scopes: bool = False, batch_size: int = 1000,
+    ) -> dict[str, Any]:
+        """Write a lossless JSON Lines dump of the scope (every scope it contains) to ``target``, a
+        path (written whole or not at all) or an open text file: memories with their vectors,
+        history, entities, facts (closed ones too, with provenance) and the quarantine.
+        ``all_scopes=True`` dumps the whole store (administration). Returns the counts written."""
+        from .transfer import export_dump
+
+        scope = self._transfer_scope(user_id, agent_id, run_id, all_scopes)
+        onto = self.ontology
+        return export_dump(self.store, target, scope=scope, embedder=self.embedder.name, dims=self.embedder.dims,
+                           ontology={"fingerprint": onto.fingerprint, "iris": list(onto.ontology_iris)},
+                           batch=_batch(batch_size))
+
+    def import_(
+        self, source: str | os.PathLike[str] | IO[str], *, reembed: bool = False, batch_size: int = 1000
+    ) -> dict[str, Any]:
+        """Import a dump written by :meth:`export` (into any backend), checked whole before the first
+        write: a malformed or cut-off dump raises ``DumpFormatError``, vectors of other dimensions
+        ``SchemaMismatchError``, ids (or a scope's text or entity name) this store already holds
+        ``DumpConflictError``, and nothing is written. Then batches of ``batch_size`` rows, one
+        transaction each. The dump's vectors are stored as they are; ``reembed=True`` recomputes
+        them with this Memory's embedder (a dump of another model)."""
+        from .transfer import import_dump
+
+        embed = (lambda texts: self.embedder.embed(texts)) if reembed else None
+        return import_dump(self.store, source, embedder=self.embedder.name, dims=self.embedder.dims,
+                           batch=_batch(batch_size), embed=embed)
+
+    def export_rdf(
+        self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None, all_scopes: bool = False, rdf_format: str = "turtle",
+    ) -> dict[str, Any]:
+        """Write the scope's entities and facts as RDF (``turtle`` or ``json-ld``) in the ontology's
+        IRIs, provenance and validity as RDF reification (see :mod:`graphmem.transfer.rdf`)."""
+        from .transfer import export_rdf
+
+        scope = self._transfer_scope(user_id, agent_id, run_id, all_scopes)
+        return export_rdf(self.store, target, scope=scope, rdf_format=rdf_format, prefixes=self.ontology.prefixes)
+
+    def migrate(
+        self, to: StoreTarget, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None, batch_size: int = 1000, progress: bool = False,
+        on_batch: Callable[[BatchDone], None] | None = None,
+    ) -> dict[str, Any]:
+        """Copy this whole store (or the scopes a given scope contains) into the store ``to``
+        describes (a dict of store settings, a config file, ``sqlite:///file.db`` or a Bolt URI),
+        which must hold none of those scopes; vectors are carried, nothing
+        is re-embedded. Each batch is one transaction followed by a save of ``checkpoint`` (default:
+        ``<home>/migrate.checkpoint.json``): run it again after an interruption and it continues.
+        ``on_batch`` is called after each saved batch. Counts are compared at the end."""
+        from .transfer import migrate
+        from .transfer.targets import store_config
+
+        target = create_store(self.config.model_copy(update={"store": store_config(to)}))
+        try:
+            info = target.open(self.embedder.name, self.embedder.dims)
+            path = checkpoint if checkpoint is not None else self.config.home / "migrate.checkpoint.json"
+            scope = None if user_id is None and agent_id is None and run_id is None else \
+                Scope.of(user_id, agent_id, run_id)
+            route = f"{self.info.backend}:{self.info.location} -> {info.backend}:{info.location}"
+            return migrate(self.store, target, checkpoint=path, scope=scope, batch=_batch(batch_size),
+                           progress=progress, on_batch=on_batch, route=route)
+        finally:
+            target.close()
+
+    @staticmethod
+    def _transfer_scope(user_id: str | None, agent_id: str | None, run_id: str | None, all_scopes: bool
+                        ) -> Scope | None:
+        if all_scopes:
+            if user_id is not None or agent_id is not None or run_id is not None:
+                raise ScopeError("give a scope or all_scopes=True, not both")
+            return None
+        return Scope.of(user_id, agent_id, run_id)
 
 
 

@@ -355,6 +355,31 @@ def seed_ids(cands: Candidates, n: int) -> list[str]:
     return list(dict.fromkeys(vector + [i for i, _ in cands.fulltext[:n]]))
 
 
+@dataclass
+class Restore:
+    """Dumped rows of one exact scope, written as they were by :meth:`Store.restore` (export,
+    import and migration, :mod:`graphmem.transfer`): ids, times, access counts, closed facts and
+    released quarantine entries included. Nothing in it is planned, merged or checked against the
+    ontology: it was, when it was first written."""
+
+    memories: list[NewMemory] = field(default_factory=list)
+    access: dict[str, tuple[int, datetime | None]] = field(default_factory=dict)
+    """Memory id -> (access_count, last_accessed_at), for those searched before."""
+    events: list[HistoryEvent] = field(default_factory=list)
+    """In history order: events of one memory keep the order they were written in."""
+    entities: list[tuple[Entity, Vector | None]] = field(default_factory=list)
+    """Each with its name embedding, ``None`` for one stored without."""
+    mentions: list[tuple[str, str]] = field(default_factory=list)
+    """(memory id, entity id)."""
+    facts: list[Relation] = field(default_factory=list)
+    """Created as given, never merged into a twin (a closed fact and an open one may share an object)."""
+    quarantine: list[QuarantineEntry] = field(default_factory=list)
+
+
+DUMP_KINDS: tuple[str, ...] = ("memory", "event", "entity", "fact", "quarantine")
+"""The kinds of rows a dump holds, in the order they are written (each depends on earlier ones)."""
+
+
 class Store(ABC):
     """A memory store. Implementations: :mod:`graphmem.stores.sqlite`, :mod:`graphmem.stores.neo4j`."""
 
@@ -563,7 +588,8 @@ class Store(ABC):
         """Run a read-only Cypher query for an analyst. Only graph databases have it."""
         raise UnsupportedError(
             f"Cypher queries need the Neo4j store; this store is {type(self).__name__} "
-            "(use get_all/search, or set store.provider='neo4j' for a store analysts can query)"
+            "(use get_all/search, or set store.provider='neo4j' for a store analysts can query; "
+            "`graphmem migrate --to bolt://HOST:7687` copies this store into Neo4j)"
         )
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
@@ -576,6 +602,62 @@ class Store(ABC):
             hits = self.candidates(scope, None, row, None, 1).vector
             found.append(hits[0] if hits else None)
         return found
+
+    # -- dump primitives: export, import and migration (graphmem.transfer) ---------------------------
+    # Each reads one *exact* scope (absent fields are absent, not free), so the scopes of a store
+    # partition its rows and a dump of several scopes holds every row once. Both built-in stores
+    # implement them; a store of your own without them still runs everything else, and export,
+    # import and migration raise UnsupportedError naming what it lacks.
+    def dump_scopes(self) -> list[Scope]:
+        """Every exact scope holding a memory, history event, entity or quarantine entry, sorted by
+        (user_id, agent_id, run_id) with absent fields first. Administration: it spans tenants."""
+        raise self._no_dump("dump_scopes")
+
+    def dump_counts(self, scope: Scope | None) -> dict[str, int]:
+        """Rows per :data:`DUMP_KINDS` kind in exactly ``scope`` (``None``: the whole store), so a
+        copy can be verified and its progress shown."""
+        raise self._no_dump("dump_counts")
+
+    def dump_memories(self, scope: Scope, after: str | None, limit: int) -> list[tuple[MemoryRecord, Vector]]:
+        """Up to ``limit`` memories of exactly ``scope`` with ids after ``after``, in id order, each
+        with its stored vector (zeros when none is stored) and its access counts."""
+        raise self._no_dump("dump_memories")
+
+    def dump_history(self, scope: Scope, after: str | None, limit: int) -> list[HistoryEvent]:
+        """The history events of exactly ``scope`` for its next ``limit`` memory ids after ``after``
+        (deleted memories too), by memory id, each memory's events in :meth:`history` order."""
+        raise self._no_dump("dump_history")
+
+    def dump_entities(
+        self, scope: Scope, after: str | None, limit: int
+    ) -> list[tuple[Entity, Vector | None, list[str]]]:
+        """Up to ``limit`` entities of exactly ``scope`` with ids after ``after``, in id order, with
+        their name embedding (``None`` when none is stored) and the ids of the memories that
+        mention them (sorted)."""
+        raise self._no_dump("dump_entities")
+
+    def dump_facts(self, scope: Scope, entity_ids: Sequence[str]) -> list[Relation]:
+        """Every fact of exactly ``scope`` whose subject is one of ``entity_ids``, closed ones too,
+        with all its provenance, sorted by id."""
+        raise self._no_dump("dump_facts")
+
+    def dump_quarantine(self, scope: Scope, after: str | None, limit: int) -> list[QuarantineEntry]:
+        """Up to ``limit`` quarantine entries of exactly ``scope`` (any status) after ``after``, by id."""
+        raise self._no_dump("dump_quarantine")
+
+    def taken_ids(self, kind: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` (of a :data:`DUMP_KINDS` kind) this store already holds, in any scope:
+        ids are unique store-wide, so an import refuses them before writing anything."""
+        raise self._no_dump("taken_ids")
+
+    def restore(self, scope: Scope, rows: Restore) -> None:
+        """Write dumped rows of exactly ``scope`` as they are, in one transaction. An id or an
+        identity (a scope's text hash, entity name) the store holds already fails it whole."""
+        raise self._no_dump("restore")
+
+    def _no_dump(self, method: str) -> UnsupportedError:
+        return UnsupportedError(f"{type(self).__name__} has no {method}(): export, import and migration need the "
+                                "dump primitives of graphmem.stores.base.Store (the SQLite and Neo4j stores have them)")
 
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:

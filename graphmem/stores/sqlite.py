@@ -41,6 +41,7 @@ from ..models import (
     build_record,
     iso,
 )
+from . import sqlite_dump as dump
 from . import sqlite_graph as graph
 from .base import (
     Candidates,
@@ -52,6 +53,7 @@ from .base import (
     MemoryPatch,
     NewMemory,
     Records,
+    Restore,
     Store,
     StoreInfo,
     Subgraph,
@@ -726,6 +728,46 @@ class SQLiteStore(Store):
     def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
         with self._read() as conn:
             return graph.quarantined(conn, scope, status)
+
+    # -- dump primitives (graphmem.transfer; see sqlite_dump) ---------------------------------------
+    def dump_scopes(self) -> list[Scope]:
+        with self._read() as conn:
+            return dump.dump_scopes(conn)
+
+    def dump_counts(self, scope: Scope | None) -> dict[str, int]:
+        with self._read() as conn:
+            return dump.dump_counts(conn, scope)
+
+    def dump_memories(self, scope: Scope, after: str | None, limit: int) -> list[tuple[MemoryRecord, Vector]]:
+        with self._read() as conn:
+            return dump.dump_memories(conn, scope, after, limit, _COLUMNS, _record)
+
+    def dump_history(self, scope: Scope, after: str | None, limit: int) -> list[HistoryEvent]:
+        with self._read() as conn:
+            return dump.dump_history(conn, scope, after, limit)
+
+    def dump_entities(
+        self, scope: Scope, after: str | None, limit: int
+    ) -> list[tuple[Entity, Vector | None, list[str]]]:
+        with self._read() as conn:
+            return dump.dump_entities(conn, scope, after, limit)
+
+    def dump_facts(self, scope: Scope, entity_ids: Sequence[str]) -> list[Relation]:
+        with self._read() as conn:
+            return dump.dump_facts(conn, scope, entity_ids)
+
+    def dump_quarantine(self, scope: Scope, after: str | None, limit: int) -> list[QuarantineEntry]:
+        with self._read() as conn:
+            return dump.dump_quarantine(conn, scope, after, limit)
+
+    def taken_ids(self, kind: str, ids: Sequence[str]) -> set[str]:
+        with self._read() as conn:
+            return dump.taken_ids(conn, kind, ids)
+
+    def restore(self, scope: Scope, rows: Restore) -> None:
+        with self._write() as conn, _conflicts():
+            self._insert(conn, rows.memories, rows.events)
+            dump.restore_graph(conn, rows)
 
     # -- reads ------------------------------------------------------------------------------------
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:

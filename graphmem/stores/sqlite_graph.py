@@ -471,6 +471,11 @@ def quarantined(conn: sqlite3.Connection, scope: Scope, status: str | None) -> l
     if status is not None:
         where += " AND q.status = ?"
         params.append(status)
+    return quarantine_rows(conn, f"{where} ORDER BY q.rowid", params)
+
+
+def quarantine_rows(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[QuarantineEntry]:
+    """Entries of ``quarantine AS q`` selected by ``where`` (which may end in ORDER BY and LIMIT)."""
     return [
         QuarantineEntry(
             id=r["id"], triple=json.loads(r["triple"]), reasons=json.loads(r["reasons"]),
@@ -478,5 +483,11 @@ def quarantined(conn: sqlite3.Connection, scope: Scope, status: str | None) -> l
             user_id=r["user_id"], agent_id=r["agent_id"], run_id=r["run_id"],
             created_at=datetime.fromisoformat(r["created_at"]), released_at=_dt(r["released_at"]),
         )
-        for r in conn.execute(f"SELECT * FROM quarantine AS q WHERE {where} ORDER BY q.rowid", params)
+        for r in conn.execute(f"SELECT * FROM quarantine AS q WHERE {where}", params)
     ]
+
+
+entity_row = _entity
+"""An :class:`Entity` from an ``entities`` row (the dump reads them too)."""
+select_relations = _relations
+"""Facts selected by a ``WHERE`` on ``relations AS r``, with their provenance (the dump reads them too)."""

@@ -24,13 +24,14 @@ from ..base import (
     GraphWrite,
     MemoryPatch,
     Records,
+    Restore,
     Store,
     StoreInfo,
     Subgraph,
     Vector,
     WriteResult,
 )
-from . import analyst, graph, reads, schema, search, writes
+from . import analyst, dump, graph, reads, schema, search, writes
 from .records import directions, stored_vector
 from .session import Db
 
@@ -235,3 +236,34 @@ class Neo4jStore(Store):
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """Best memory in scope per query vector (see :func:`.search.nearest`)."""
         return search.nearest(self._db, scope, vectors, dims=self._dims, exact_index=self._exact_index)
+
+    # ---------------------------------------------------------------------------------- dump (see dump.py)
+
+    def dump_scopes(self) -> list[Scope]:
+        return dump.dump_scopes(self._db)
+
+    def dump_counts(self, scope: Scope | None) -> dict[str, int]:
+        return dump.dump_counts(self._db, scope)
+
+    def dump_memories(self, scope: Scope, after: str | None, limit: int) -> list[tuple[MemoryRecord, Vector]]:
+        return dump.dump_memories(self._db, self._dims, scope, after, limit)
+
+    def dump_history(self, scope: Scope, after: str | None, limit: int) -> list[HistoryEvent]:
+        return dump.dump_history(self._db, scope, after, limit)
+
+    def dump_entities(
+        self, scope: Scope, after: str | None, limit: int
+    ) -> list[tuple[Entity, Vector | None, list[str]]]:
+        return dump.dump_entities(self._db, scope, after, limit)
+
+    def dump_facts(self, scope: Scope, entity_ids: Sequence[str]) -> list[Relation]:
+        return dump.dump_facts(self._db, scope, entity_ids)
+
+    def dump_quarantine(self, scope: Scope, after: str | None, limit: int) -> list[QuarantineEntry]:
+        return dump.dump_quarantine(self._db, scope, after, limit)
+
+    def taken_ids(self, kind: str, ids: Sequence[str]) -> set[str]:
+        return dump.taken_ids(self._db, kind, ids)
+
+    def restore(self, scope: Scope, rows: Restore) -> None:
+        dump.restore(self._db, self._dims, scope, rows)
