@@ -66,12 +66,14 @@ from .base import (
 )
 from .files import create_private_file, make_private_dirs
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
-from .text import fts5_query
+from .text import fts5_phrase, fts5_query, query_terms
 
 log = logging.getLogger("graphmem")
 
 SCHEMA_VERSION = "2"
 _BM25 = "'bm25(1.0, 0.0)'"  # the text column only: scope tokens must not score
+_RANKED = 1_000
+"""Rows BM25 ranks per full-text query when the scope and the query's terms allow a bound."""
 _PRUNE_AT = 200_000  # vec_changes rows kept; a process further behind reloads the whole matrix
 
 _SCHEMA = """
@@ -857,39 +859,56 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _fulltext_hits(
-        conn: sqlite3.Connection, match: str, scope: Scope, flt: Filter | None, k: int
+        conn: sqlite3.Connection, terms: list[str], scope: Scope, flt: Filter | None, k: int
     ) -> list[tuple[str, float]]:
-        """Top-k by BM25 among rows in scope passing the filter.
+        """Top-k by BM25 among rows in scope passing the filter, ranking a bounded number of rows.
 
-        The scope is part of the FTS5 query (its tokens are indexed with each row), so only the
-        scope's documents are ranked. FTS5 ranks fastest alone (``ORDER BY rank LIMIT``): the best
-        ``8k`` matches are ranked first and the filter applied to those; only when that leaves fewer
-        than ``k`` while more matches exist are all the scope's matches ranked.
+        FTS5 ranks every row a query matches, and BM25 counts the rows of every phrase in the query,
+        the scope's token too: a query of common words in a big tenant ranked tens of thousands of
+        rows and read the tenant's whole posting list. So a small scope (at most :data:`_RANKED`
+        rows) is ranked exactly, with its token in the query. In a bigger one the rows each term
+        matches are counted first (up to the budget, without ranking), and the query is ranked over
+        its rarer terms, the rarest first while their rows stay within the budget (a row holding
+        only the common words scores low anyway: their inverse document frequency is small), the
+        scope applied to the ranked rows; fewer than ``k`` hits may come back, the vector candidates
+        fill the list. When every term is common, or the rare ones match nothing in scope, the
+        scope's newest ``_RANKED`` matching rows are ranked.
         """
-        # scope tokens are indexed with each row, so FTS5 intersects posting lists: other tenants'
-        # documents are never ranked at all
-        match = f"{scope_match(scope)} AND memory : ({match})"
-        wide = conn.execute(
-            f"SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? AND rank MATCH {_BM25} "
-            "ORDER BY rank LIMIT ?", [match, 8 * k],
-        ).fetchall()
-        scores = {int(r[0]): float(r[1]) for r in wide}
-        rows: list[tuple[str, float]] = []
-        fsql, fparams = filter_sql(flt)
         where, params = scope_sql(scope, indexed=False)
-        params += fparams
-        if scores:
-            marks = ",".join("?" * len(scores))
-            rows = [(r[1], scores[r[0]]) for r in conn.execute(
-                f"SELECT m.rowid, m.id FROM memories AS m WHERE m.rowid IN ({marks}) AND {where} AND {fsql}",
-                [*scores, *params])]
-        if len(rows) < k and len(wide) == 8 * k:  # the cut may have hidden matches in scope
-            where, params = scope_sql(scope)
-            params += fparams
-            rows = [(r[0], float(r[1])) for r in conn.execute(
-                "SELECT m.id, -rank FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND rank MATCH {_BM25} AND {where} AND {fsql}", [match, *params])]
-        return sorted(rows, key=lambda h: (-h[1], h[0]))[:k]
+        fsql, fparams = filter_sql(flt)
+
+        def ranked(match: str, after: int = 0) -> list[tuple[str, float]]:
+            rows = conn.execute(
+                "SELECT m.id, -rank FROM memories_fts CROSS JOIN memories AS m ON m.rowid = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND rank MATCH {_BM25} AND memories_fts.rowid > ? AND {where} AND {fsql}",
+                [match, after, *params, *fparams]).fetchall()
+            return sorted(((r[0], float(r[1])) for r in rows), key=lambda h: (-h[1], h[0]))[:k]
+
+        def rows_of(match: str) -> int:
+            return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? "
+                                    "LIMIT ?)", [match, _RANKED + 1]).fetchone()[0])
+
+        in_scope = f"{scope_match(scope)} AND memory : "
+        if rows_of(scope_match(scope)) <= _RANKED:  # a small scope: rank all its matches
+            return ranked(f"{in_scope}({fts5_query(terms)})")
+        counts = {t: rows_of(f"memory : {fts5_phrase(t)}") for t in terms}
+        present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
+        if not present:  # no term matches any row
+            return []
+        rare: list[str] = []
+        total = 0
+        while len(rare) < len(present) and total + counts[present[len(rare)]] <= _RANKED:
+            total += counts[present[len(rare)]]
+            rare.append(present[len(rare)])
+        if rare:
+            hits = ranked(f"memory : ({fts5_query(rare)})")
+            if hits or len(rare) == len(present):
+                return hits
+        # every term common, or the rare ones match nothing in scope: rank the scope's newest matches
+        match = f"memory : ({fts5_query(present)})"
+        edge = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC "
+                            "LIMIT 1 OFFSET ?", [f"{in_scope}({fts5_query(present)})", _RANKED]).fetchone()
+        return ranked(match, 0 if edge is None else int(edge[0]))
 
     def candidates(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
@@ -906,9 +925,9 @@ class SQLiteStore(Store):
         out = Candidates()
         if vector is not None:
             out.vector = self._vector_hits(conn, scope, flt, np.asarray(vector, dtype=np.float32), k)
-        match = fts5_query(text) if text else None
-        if match:
-            out.fulltext = self._fulltext_hits(conn, match, scope, flt, k)
+        terms = query_terms(text) if text else []
+        if terms:
+            out.fulltext = self._fulltext_hits(conn, terms, scope, flt, k)
         ids = list(dict.fromkeys([i for i, _ in out.vector] + [i for i, _ in out.fulltext]))
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]

@@ -44,10 +44,14 @@ def query_terms(text: str) -> list[str]:
     return terms[:MAX_TERMS]
 
 
-def fts5_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: each term a quoted string, ORed (BM25 ranks the overlap)."""
-    terms = query_terms(text)
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) or None
+def fts5_phrase(term: str) -> str:
+    """A term as an FTS5 string: operators and punctuation in it stay plain text."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts5_query(terms: list[str], operator: str = "OR") -> str:
+    """An FTS5 MATCH expression of quoted terms joined by ``operator`` (OR: BM25 ranks the overlap)."""
+    return f" {operator} ".join(fts5_phrase(t) for t in terms)
 
 
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
