@@ -45,6 +45,11 @@ def iso(value: datetime) -> str:
     return to_utc(value).isoformat(timespec="microseconds")
 
 
+def json_time(value: datetime) -> str:
+    """A UTC time as every answer of the API writes it (pydantic's JSON form: ``...Z``)."""
+    return to_utc(value).isoformat().replace("+00:00", "Z")
+
+
 def check_id(value: object, what: str) -> str:
     """An identifier as given (never normalized, so it matches what is stored): a non-empty str
     without control characters or lone surrogates, at most :data:`MAX_ID_CHARS` long."""

@@ -121,7 +121,7 @@ def test_quarantine_recheck_after_relaxing_a_shape(backend: str, tmp_path: Path,
     strict = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
     strict.add("Li is married to Mei", infer=False, user_id=uid, triples=[
         {"source": "Li", "relation": "marriedTo", "target": "Mei", "source_type": "Person", "target_type": "Person"}])
-    strict.add("and to Yan", infer=False, user_id=uid, triples=[
+    strict.add("and to Yan", infer=False, user_id=uid, timestamp="2025-03-09T10:00:00Z", triples=[
         {"source": "Li", "relation": "marriedTo", "target": "Yan", "target_type": "Person"}])
     [entry] = strict.rejected(user_id=uid)
     assert strict.recheck(user_id=uid)["released"] == []  # same shapes: still rejected
@@ -138,6 +138,8 @@ def test_quarantine_recheck_after_relaxing_a_shape(backend: str, tmp_path: Path,
     assert relaxed_mem.rejected(user_id=uid) == []
     assert [q["status"] for q in relaxed_mem.rejected(user_id=uid, include_released=True)] == ["released"]
     assert ("Li", "marriedTo", "Yan") in open_facts(relaxed_mem, uid)
+    [yan] = [f for f in relaxed_mem.facts(user_id=uid, relation="marriedTo")["results"] if f["target"]["name"] == "Yan"]
+    assert yan["valid_from"].startswith("2025-03-09T10:00:00")  # when its memory said it, not the recheck's time
     relaxed_mem.close()
 
 

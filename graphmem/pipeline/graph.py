@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from ..embedding import Embedder
 from ..errors import InvalidInputError, clip, short
-from ..models import Entity, EventType, HistoryEvent, QuarantineEntry, Relation, Scope, clean_text, norm_name
+from ..models import Entity, EventType, HistoryEvent, QuarantineEntry, Relation, Scope, clean_text, json_time, norm_name
 from ..models import parse_datetime as _parse_dt
 from ..ontology import Guard, Ontology, Triple, TypedLiteral, Verdict
 from ..stores.base import Expectations, GraphContext, GraphWrite, NewEntity, Store, entity_state
@@ -501,7 +501,7 @@ class GraphPlanner:
         for old in it.closes:
             out.change.closes.append((old.id, it.valid_from))
             out.superseded.append({"id": old.id, "by": rel.id, "relation": summary["relation"],
-                                   "source": it.source.name, "valid_to": it.valid_from.isoformat()})
+                                   "source": it.source.name, "valid_to": json_time(it.valid_from)})
             for mid in it.memory_ids[:1]:
                 out.change.events.append(HistoryEvent(
                     memory_id=mid, event=EventType.SUPERSEDE, user_id=scope.user_id, agent_id=scope.agent_id,

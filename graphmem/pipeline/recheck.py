@@ -43,7 +43,9 @@ def _release(parts: Parts, entry: QuarantineEntry, given: TripleInput, released:
             return
         records = {m: store.get(m, exact) for m in entry.memory_ids}
         live = {m: r.hash for m, r in records.items() if r is not None}
-        plan = parts.planner.plan(PlanRequest.shared(exact, [given], list(live), utcnow()))
+        # a released fact holds from when its memories said it (as it would have, never quarantined)
+        said = min((r.event_time or r.created_at for r in records.values() if r is not None), default=None)
+        plan = parts.planner.plan(PlanRequest.shared(exact, [given], list(live), utcnow(), default_time=said))
         if plan.rejected:
             still.append({"quarantine_id": entry.id, "reasons": plan.rejected[0]["reasons"]})
             return
