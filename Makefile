@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-server shacl-tests clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-server bench-async shacl-tests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 
 bench-server: venv  ## REST search p50/p95 and requests/s, 8 clients for 30 s, against in-process Memory.search (both backends)
 	bash tools/with-neo4j.sh $(BIN)/python bench/server.py $(ARGS)
+
+bench-async: venv  ## N concurrent add(infer=True) with a slow stand-in LLM: native AsyncMemory vs to_thread(Memory.add), both backends
+	bash tools/with-neo4j.sh $(BIN)/python bench/async_add.py $(ARGS)
 
 bench-startup: venv  ## import, CLI and first add+search times of fresh processes, against a baseline commit
 	$(BIN)/python bench/startup.py $(ARGS)
