@@ -7,7 +7,9 @@ request after a fixed ``--delay``, as a remote model would. For each backend, in
 ``AsyncMemory`` (extraction over ``AsyncOpenAI``, Neo4j reads and the commit on the async driver,
 planning in worker threads) against the way it was before, ``asyncio.to_thread`` over ``Memory.add``
 (each add holds a worker thread of the default pool for its whole duration, LLM wait included).
-Prints both wall times and their ratio, and writes JSON (``--out``).
+Two scenarios (``--firms``): the people share 10 companies, so concurrent adds race to create
+them (write conflicts, re-plans), or each has a company of their own. Prints both wall times and
+their ratio, and writes JSON (``--out``).
 """
 
 from __future__ import annotations
@@ -43,26 +45,28 @@ def config(backend: str, home: Path, base_url: str) -> MemoryConfig:
     })
 
 
-def message(i: int) -> list[dict[str, str]]:
-    fact = f"FACT Person{i}:Person worksFor Company{i % 10}:Company"
+def message(i: int, firms: int) -> list[dict[str, str]]:
+    """Person i works for one of ``firms`` companies (concurrent adds race to create each), or for
+    a company of their own with ``firms=0``."""
+    fact = f"FACT Person{i}:Person worksFor Company{i % firms if firms else i}:Company"
     return [{"role": "user", "name": f"Person{i}", "content": fact}]
 
 
-async def native(cfg: MemoryConfig, n: int, user: str) -> float:
+async def native(cfg: MemoryConfig, n: int, firms: int, user: str) -> float:
     async with AsyncMemory(cfg, embedder=HashingEmbedder(384)) as m:
-        await m.add(message(-1), user_id=f"{user}-warm")  # loads the ontology, opens the pools
+        await m.add(message(-1, firms), user_id=f"{user}-warm")  # loads the ontology, opens the pools
         start = time.perf_counter()
-        out = await asyncio.gather(*(m.add(message(i), user_id=user) for i in range(n)))
+        out = await asyncio.gather(*(m.add(message(i, firms), user_id=user) for i in range(n)))
         wall = time.perf_counter() - start
     assert sum(o["results"][0]["event"] == "ADD" for o in out) == n
     return wall
 
 
-async def threaded(cfg: MemoryConfig, n: int, user: str) -> float:
+async def threaded(cfg: MemoryConfig, n: int, firms: int, user: str) -> float:
     with Memory(cfg, embedder=HashingEmbedder(384)) as m:
-        m.add(message(-1), user_id=f"{user}-warm")
+        m.add(message(-1, firms), user_id=f"{user}-warm")
         start = time.perf_counter()
-        out = await asyncio.gather(*(asyncio.to_thread(m.add, message(i), user_id=user) for i in range(n)))
+        out = await asyncio.gather(*(asyncio.to_thread(m.add, message(i, firms), user_id=user) for i in range(n)))
         wall = time.perf_counter() - start
     assert sum(o["results"][0]["event"] == "ADD" for o in out) == n
     return wall
@@ -73,6 +77,7 @@ def main() -> int:
     p.add_argument("--adds", type=int, default=100)
     p.add_argument("--delay", type=float, default=0.2, help="seconds the stand-in LLM takes per request")
     p.add_argument("--backends", default="sqlite,neo4j")
+    p.add_argument("--firms", default="10,0", help="scenarios: companies the people share (0: one each)")
     p.add_argument("--out", default="bench/results/async_add.json")
     args = p.parse_args()
     results: dict[str, Any] = {"adds": args.adds, "llm_delay_s": args.delay, "cpus": os.cpu_count(),
@@ -85,17 +90,19 @@ def main() -> int:
     with StandinServer() as llm:
         llm.chat_responder = slow
         for backend in args.backends.split(","):
-            with tempfile.TemporaryDirectory() as tmp:
-                cfg = config(backend, Path(tmp), llm.base_url)
-                run = uuid.uuid4().hex[:8]
-                try:
-                    before = asyncio.run(threaded(cfg, args.adds, f"bench-threads-{run}"))
-                    after = asyncio.run(native(cfg, args.adds, f"bench-native-{run}"))
-                except Exception as exc:  # e.g. no Neo4j running: report it, measure the others
-                    print(f"{backend}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
-                    continue
-            results["backends"][backend] = {"threaded_s": round(before, 3), "native_s": round(after, 3),
-                                            "speedup": round(before / after, 2)}
+            for firms in (int(f) for f in args.firms.split(",")):
+                with tempfile.TemporaryDirectory() as tmp:
+                    cfg = config(backend, Path(tmp), llm.base_url)
+                    run = uuid.uuid4().hex[:8]
+                    try:
+                        before = asyncio.run(threaded(cfg, args.adds, firms, f"bench-threads-{run}"))
+                        after = asyncio.run(native(cfg, args.adds, firms, f"bench-native-{run}"))
+                    except Exception as exc:  # e.g. no Neo4j running: report it, measure the others
+                        print(f"{backend}: skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+                        break
+                name = f"{backend}, {'a company each' if not firms else f'{firms} shared companies'}"
+                results["backends"][name] = {"threaded_s": round(before, 3), "native_s": round(after, 3),
+                                             "speedup": round(before / after, 2)}
     for name, r in results["backends"].items():
         print(f"{name}: {args.adds} concurrent adds, LLM {args.delay}s each: to_thread(Memory.add) "
               f"{r['threaded_s']:.2f}s, native AsyncMemory {r['native_s']:.2f}s ({r['speedup']}x)")
