@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-migrate shacl-tests notebooks-strip clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,9 @@ bench-migrate: venv  ## SQLite -> Neo4j -> SQLite migration time and memories/s 
 
 bench-fulltext: venv  ## SQLite full-text candidates at 100k: natural and common-word queries, against the code before the bound
 	$(BIN)/python bench/fulltext.py $(ARGS)
+
+bench-async: venv  ## N concurrent add(infer=True) with a slow stand-in LLM: native AsyncMemory vs to_thread(Memory.add), both backends
+	bash tools/with-neo4j.sh $(BIN)/python bench/async_add.py $(ARGS)
 
 bench-startup: venv  ## import, CLI and first add+search times of fresh processes, against a baseline commit
 	$(BIN)/python bench/startup.py $(ARGS)

@@ -8,11 +8,12 @@ exactly like ids that do not exist, so a tenant cannot even learn that another t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import inputs
 from . import mem0 as compat
@@ -23,6 +24,8 @@ from .extraction import Extractor
 from .inputs import MessagesInput
 from .models import (
     EventType,
+    HistoryEvent,
+    MemoryRecord,
     MemoryType,
     Scope,
     check_id,
@@ -33,6 +36,7 @@ from .pipeline import TripleInput, parse_triples
 from .pipeline.ingest import AddRequest, Ingestor
 from .pipeline.parts import Parts
 from .pipeline.recheck import recheck as recheck_quarantine
+from .pipeline.steps import Call, Steps, Work, arun, run
 from .pipeline.update import update as update_memory
 from .search.access import AccessLog
 from .stores import Store, create_store
@@ -44,6 +48,23 @@ if TYPE_CHECKING:
     from .transfer.targets import StoreTarget
 
 log = logging.getLogger("graphmem")
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _operation(fn: Callable[Concatenate[Memory, P], Steps[T]]) -> Callable[Concatenate[Memory, P], T]:
+    """A :class:`Memory` operation written once as steps (:mod:`graphmem.pipeline.steps`): ``Memory``
+    runs them on its sync parts, :class:`AsyncMemory` awaits the same steps (:func:`_steps_of`)."""
+    @functools.wraps(fn)
+    def sync(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return run(fn(self, *args, **kwargs), self._engines)
+
+    return sync
+
+
+def _steps_of(operation: Callable[..., Any]) -> Callable[..., Steps[Any]]:
+    steps: Callable[..., Steps[Any]] = operation.__wrapped__  # type: ignore[attr-defined]
+    return steps
 
 
 def _batch(size: int) -> int:
@@ -80,6 +101,7 @@ class Memory:
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
         self._parts = Parts(self.config, self.store, self.embedder, extractor=extractor)
         self._ingestor = Ingestor(self._parts)
+        self._engines = self._parts.engines()
         self._reranker_given = reranker
         self._reranker_loaded: CrossEncoderReranker | None = None
         self._access = AccessLog()
@@ -116,6 +138,7 @@ class Memory:
         self.close()
 
     # -- writes -----------------------------------------------------------------------------------
+    @_operation
     def add(
         self,
         messages: MessagesInput,
@@ -129,7 +152,7 @@ class Memory:
         timestamp: datetime | str | int | float | None = None,
         triples: Sequence[dict[str, Any] | TripleInput] | None = None,
         expires_at: datetime | str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
         System messages are instructions, not memories, and are skipped. Exact duplicates of a memory
@@ -161,7 +184,7 @@ class Memory:
         event_time = inputs.when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
         request = AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
-        out = self._ingestor.add(request, now)
+        out = yield from self._ingestor.add_steps(request, now)
         self._remember(out["results"], scope)
         return out
 
@@ -259,16 +282,18 @@ class Memory:
         return self.store.optimize()
 
     # -- reads ------------------------------------------------------------------------------------
+    @_operation
     def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        record = self.store.get(memory_id, scope)
+        record: MemoryRecord | None = yield Call("get", (memory_id, scope))
         if record is None:
             raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         return record.public()
 
+    @_operation
     def get_all(
         self,
         *,
@@ -278,7 +303,7 @@ class Memory:
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
         top_k: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """The scope's memories, newest first. mem0-style, the scope may sit in ``filters``
         (``filters={"user_id": "u1"}``) and the count be ``top_k`` (mem0 2.x) for ``limit``."""
         scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
@@ -286,25 +311,28 @@ class Memory:
         limits = self.config.limits
         n = inputs.positive(compat.pick_count(top_k, limit), limits.get_all_limit, "limit", limits.max_list_limit,
                             "limits.max_list_limit")
-        out = {"results": [r.public() for r in self.store.list_memories(scope, flt, n)]}
+        found: list[MemoryRecord] = yield Call("list_memories", (scope, flt, n))
+        out = {"results": [r.public() for r in found]}
         self._remember(out["results"], scope)
         return out
 
+    @_operation
     def history(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> Steps[list[dict[str, Any]]]:
         scope = self._scope_of(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        events = self.store.history(memory_id, scope)
+        events: list[HistoryEvent] = yield Call("history", (memory_id, scope))
         if not events:
             raise NotFoundError(f"no history for memory {short(memory_id)} in scope {dict(scope.items())}")
         return [compat.history_row(e.public()) for e in events]
 
     # -- the knowledge graph, read ------------------------------------------------------------------
+    @_operation
     def entities(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         name: str | None = None, type: str | None = None, limit: int | None = None, cursor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """The scope's entities, oldest first, a page at a time (``next_cursor`` fetches the next).
 
         ``name``: a fragment of a name or alias (case and accents aside); ``type``: a class of the
@@ -314,15 +342,16 @@ class Memory:
         from .pipeline import browse
 
         scope = Scope.of(user_id, agent_id, run_id)
-        return browse.entities(self.store, self.ontology, scope, name=inputs.optional_text(name, "name"),
-                               type_=inputs.optional_text(type, "type"), limit=self._page_limit(limit),
-                               cursor=cursor)
+        name, type_, n = inputs.optional_text(name, "name"), inputs.optional_text(type, "type"), self._page_limit(limit)
+        ontology = yield Work(lambda: self.ontology)
+        return (yield from browse.entities(ontology, scope, name=name, type_=type_, limit=n, cursor=cursor))
 
+    @_operation
     def facts(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         entity: str | None = None, relation: str | None = None, as_of: datetime | str | None = None,
         include_closed: bool = False, limit: int | None = None, cursor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """Facts of the scope, oldest first, a page at a time, each with the memories that support it.
 
         ``entity``: an entity's id, name or alias: facts with it at either end. ``relation``: a
@@ -334,15 +363,18 @@ class Memory:
         from .pipeline import browse
 
         scope = Scope.of(user_id, agent_id, run_id)
-        return browse.facts(self.store, self.ontology, scope, entity=inputs.optional_text(entity, "entity"),
-                            relation=inputs.optional_text(relation, "relation"), as_of=inputs.when(as_of, "as_of"),
-                            include_closed=inputs.flag(include_closed, "include_closed"),
-                            limit=self._page_limit(limit), cursor=cursor)
+        entity, relation = inputs.optional_text(entity, "entity"), inputs.optional_text(relation, "relation")
+        when, closed = inputs.when(as_of, "as_of"), inputs.flag(include_closed, "include_closed")
+        n = self._page_limit(limit)
+        ontology = yield Work(lambda: self.ontology)
+        return (yield from browse.facts(ontology, scope, entity=entity, relation=relation, as_of=when,
+                                        include_closed=closed, limit=n, cursor=cursor))
 
     def _page_limit(self, limit: int | None) -> int:
         limits = self.config.limits
         return inputs.positive(limit, limits.get_all_limit, "limit", limits.max_list_limit, "limits.max_list_limit")
 
+    @_operation
     def search(
         self,
         query: str,
@@ -360,7 +392,7 @@ class Memory:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         vector: Sequence[float] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Steps[dict[str, Any]]:
         """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
 
         The graph signal (when ``search.weights["graph"]`` is positive) walks from the entities the
@@ -378,7 +410,7 @@ class Memory:
         is configured, ``False`` skips it for this call, ``True`` with none configured warns
         (``Mem0CompatWarning``) and keeps the fused order, as mem0 does without a reranker.
         """
-        from .search.engine import SearchRequest, run_search
+        from .search.engine import SearchRequest, search_steps
 
         scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
         count = compat.pick_count(top_k, limit)
@@ -397,18 +429,17 @@ class Memory:
             until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
         )
         rerank = None if rerank is None else inputs.flag(rerank, "rerank")
-        reranker = None if rerank is False else self._reranker()
+        reranker = None if rerank is False else (yield Work(self._reranker))
         if rerank and reranker is None:
             compat.warn_no_reranker()
         cfg = self.config.search
         tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
-        out = run_search(self.store, self.embedder, lambda: self.ontology, cfg, req, reranker,
-                         self._access.uses if tracked else None)
+        out = yield from search_steps(lambda: self.ontology, cfg, req, reranker, self._access.uses if tracked else None)
         self._remember(out["results"], scope)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
             if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):
-                self._access.flush(self.store)
+                yield Work(lambda: self._access.flush(self.store))
         return out
 
     def _scope_of(self, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> Scope:
@@ -543,7 +574,20 @@ class Memory:
 
 
 class AsyncMemory:
-    """The same operations as :class:`Memory`, awaitable; blocking I/O runs in worker threads."""
+    """The same operations as :class:`Memory`, awaitable, over the same code.
+
+    ``add``, ``search``, ``get``, ``get_all``, ``history``, ``entities`` and ``facts`` wait natively:
+    the LLM and OpenAI embedder over ``openai.AsyncOpenAI``, Neo4j over its async driver (the same
+    Cypher). CPU work (chunking, planning, the SHACL guard) and stores without an async client
+    (SQLite, your own) run in worker threads, as do the other operations. Use ``async with`` or
+    ``await m.close()`` to close the async clients and the store.
+
+    Cancellation: a cancelled ``add`` writes all or nothing. Its memories, history events, facts and
+    entities are one write at its end; cancelled before that commit, nothing is written (on Neo4j
+    the async transaction is rolled back); a commit that already happened stays whole. On a store
+    run in a worker thread (SQLite), a write that already started finishes, whole, after the task is
+    cancelled.
+    """
 
     def __init__(
         self,
@@ -555,22 +599,42 @@ class AsyncMemory:
         extractor: Extractor | None = None,
     ) -> None:
         self.sync = Memory(config, embedder=embedder, store=store, reranker=reranker, extractor=extractor)
+        self._store = self.sync.store.asynchronous()
 
     @classmethod
     def from_config(cls, config: MemoryConfig | dict[str, Any]) -> AsyncMemory:
         return cls(config)
 
+    async def _run(self, operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await arun(_steps_of(operation)(self.sync, *args, **kwargs), self.sync._engines, self._store)
+
     async def add(self, messages: MessagesInput, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.add, messages, **kwargs)
+        out: dict[str, Any] = await self._run(Memory.add, messages, **kwargs)
+        return out
 
     async def search(self, query: str, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.search, query, **kwargs)
+        out: dict[str, Any] = await self._run(Memory.search, query, **kwargs)
+        return out
 
     async def get(self, memory_id: str, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.get, memory_id, **kwargs)
+        out: dict[str, Any] = await self._run(Memory.get, memory_id, **kwargs)
+        return out
 
     async def get_all(self, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.get_all, **kwargs)
+        out: dict[str, Any] = await self._run(Memory.get_all, **kwargs)
+        return out
+
+    async def history(self, memory_id: str, **kwargs: Any) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = await self._run(Memory.history, memory_id, **kwargs)
+        return out
+
+    async def entities(self, **kwargs: Any) -> dict[str, Any]:
+        out: dict[str, Any] = await self._run(Memory.entities, **kwargs)
+        return out
+
+    async def facts(self, **kwargs: Any) -> dict[str, Any]:
+        out: dict[str, Any] = await self._run(Memory.facts, **kwargs)
+        return out
 
     async def update(self, memory_id: str, data: str | None = None, **kwargs: Any) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.update, memory_id, data, **kwargs)
@@ -580,15 +644,6 @@ class AsyncMemory:
 
     async def delete_all(self, **kwargs: Any) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.delete_all, **kwargs)
-
-    async def history(self, memory_id: str, **kwargs: Any) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.sync.history, memory_id, **kwargs)
-
-    async def entities(self, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.entities, **kwargs)
-
-    async def facts(self, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.facts, **kwargs)
 
     async def rejected(self, **kwargs: Any) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.rejected, **kwargs)
@@ -609,6 +664,12 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.optimize)
 
     async def close(self) -> None:
+        """Close the async store client, the async OpenAI clients, then the store."""
+        await self._store.close()
+        await self.sync.embedder.aclose()
+        extractor = self.sync._parts.built("extractor")
+        if extractor is not None:
+            await extractor.aclose()
         await asyncio.to_thread(self.sync.close)
 
     async def __aenter__(self) -> AsyncMemory:

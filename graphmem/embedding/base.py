@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -23,6 +24,19 @@ class Embedder(ABC):
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         return normalize(self._embed(texts))
+
+    async def aembed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """:meth:`embed`, awaitable: in a worker thread (local models are CPU-bound) unless the
+        provider has an async client (:meth:`_aembed`)."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return normalize(await self._aembed(texts))
+
+    async def _aembed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return await asyncio.to_thread(self._embed, texts)
+
+    async def aclose(self) -> None:  # noqa: B027 - optional: only remote providers hold an async client
+        """Close the async client, if any."""
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         row: npt.NDArray[np.float32] = self.embed([text])[0]

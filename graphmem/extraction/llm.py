@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
@@ -41,6 +41,10 @@ Mode = Literal["json_schema", "json_object", "text"]
 """How the answer's structure is requested: a strict JSON schema, JSON mode (structure described in the
 prompt, checked here), or neither (servers that refuse both; the same check applies)."""
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+_Chat = Generator[dict[str, Any], Any, T]
+"""Steps of a conversation with the model: each yields the keyword arguments of one chat-completion
+request and receives its response (or has the client's exception thrown in)."""
 
 _FENCE: Final = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)\s*```", re.S)
 _THINK: Final = re.compile(r"<think>.*?</think>", re.S)
@@ -272,6 +276,7 @@ class LLMExtractor(Extractor):
             client = openai.OpenAI(api_key=key, base_url=config.base_url, timeout=config.timeout_s,
                                    max_retries=config.max_retries)
         self._client = client
+        self._aclient: openai.AsyncOpenAI | None = None
         self.stats = LLMStats()
         self._lock = threading.Lock()
         self._mode: Mode = "json_object" if config.structured_output == "json_object" else "json_schema"
@@ -295,7 +300,16 @@ class LLMExtractor(Extractor):
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """Raise :class:`LLMError` (transport) or :class:`ExtractionError` (output); never a partial result."""
-        return self._extract(chunk, context, 0)
+        return self._run(self._extract(chunk, context, 0))
+
+    async def aextract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        """:meth:`extract` over ``openai.AsyncOpenAI``: the same requests, retries and parsing."""
+        return await self._arun(self._extract(chunk, context, 0))
+
+    async def aclose(self) -> None:
+        if self._aclient is not None:
+            client, self._aclient = self._aclient, None
+            await client.close()
 
     def repair(self, chunk: str, context: ExtractionContext, previous: Extraction,
                rejected: list[Rejection]) -> list[ExtractedTriple]:
@@ -307,17 +321,58 @@ class LLMExtractor(Extractor):
             {"role": "assistant", "content": previous.model_dump_json()},
             {"role": "user", "content": prompt.repair_request(rejected)},
         ]
-        answer = self._ask(_REPAIR, context, tail)
+        answer = self._run(self._ask(_REPAIR, context, tail))
         if isinstance(answer, _Cut):
             raise ExtractionError(f"{self.where}: the repair answer was cut off "
                                   f"({'output limit' if answer.reason == 'length' else 'context window'}); "
                                   f"raise llm.max_output_tokens (now {self.config.max_output_tokens})")
         return self._valid_triples(answer.triples, len(previous.memories))
 
+    # -- the two ways of sending: each request the steps below yield is sent by the sync or the
+    # async client, and its response (or exception) goes back into them
+
+    def _run(self, steps: _Chat[T]) -> T:
+        try:
+            request = next(steps)
+            while True:
+                try:
+                    response = self._client.chat.completions.create(**request)
+                except Exception as exc:  # handed to _send, which maps it
+                    request = steps.throw(exc)
+                else:
+                    request = steps.send(response)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, steps: _Chat[T]) -> T:
+        client = self._async_client()
+        try:
+            request = next(steps)
+            while True:
+                try:
+                    response = await client.chat.completions.create(**request)
+                except Exception as exc:  # handed to _send, which maps it
+                    request = steps.throw(exc)
+                else:
+                    request = steps.send(response)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        finally:
+            steps.close()
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        """The sync client's twin (same key, endpoint, timeout and retries), made on first async use."""
+        with self._lock:
+            if self._aclient is None:
+                c = self._client
+                self._aclient = openai.AsyncOpenAI(api_key=c.api_key, base_url=c.base_url, timeout=c.timeout,
+                                                   max_retries=c.max_retries)
+            return self._aclient
+
     # -- splitting ----------------------------------------------------------------------------------
 
-    def _extract(self, chunk: str, context: ExtractionContext, depth: int) -> Extraction:
-        answer = self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}])
+    def _extract(self, chunk: str, context: ExtractionContext, depth: int) -> _Chat[Extraction]:
+        answer = yield from self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}])
         if not isinstance(answer, _Cut):
             return self._checked(answer, context)
         what = ("was cut off at llm.max_output_tokens" if answer.reason == "length"
@@ -333,11 +388,15 @@ class LLMExtractor(Extractor):
             self.stats.splits += 1
         log.warning("%s: answer %s; splitting a chunk of %d characters in two (level %d of %d)",
                     self.where, what, len(chunk), depth + 1, self.config.max_splits)
-        return merge([self._extract(half, context, depth + 1) for half in halves])
+        parts = []
+        for half in halves:
+            parts.append((yield from self._extract(half, context, depth + 1)))
+        return merge(parts)
 
     # -- asking until the answer is usable ----------------------------------------------------------
 
-    def _ask(self, spec: _Spec[M], context: ExtractionContext, tail: list[ChatCompletionMessageParam]) -> M | _Cut:
+    def _ask(self, spec: _Spec[M], context: ExtractionContext,
+             tail: list[ChatCompletionMessageParam]) -> _Chat[M | _Cut]:
         extra: list[ChatCompletionMessageParam] = []
         error = ""
         attempts = self.config.output_retries + 1
@@ -347,7 +406,7 @@ class LLMExtractor(Extractor):
                     self.stats.output_retries += 1
                 log.warning("%s: unusable answer (%s); asking again (%d of %d)", self.where, error, attempt,
                             self.config.output_retries)
-            answer = self._send(spec, context, tail + extra)
+            answer = yield from self._send(spec, context, tail + extra)
             if answer.finish_reason == "length":
                 return _Cut("length")
             if answer.finish_reason == "context":
@@ -367,7 +426,8 @@ class LLMExtractor(Extractor):
                               f"{attempts} time(s) (llm.output_retries={self.config.output_retries}); "
                               f"last error: {error}")
 
-    def _send(self, spec: _Spec[Any], context: ExtractionContext, tail: list[ChatCompletionMessageParam]) -> _Answer:
+    def _send(self, spec: _Spec[Any], context: ExtractionContext,
+              tail: list[ChatCompletionMessageParam]) -> _Chat[_Answer]:
         """One chat completion. Adapts (once each) to servers that refuse a structured-output mode or a
         parameter; maps every transport failure to :class:`LLMError`."""
         while True:
@@ -385,7 +445,7 @@ class LLMExtractor(Extractor):
             with self._lock:
                 self.stats.calls += 1
             try:
-                response = self._client.chat.completions.create(model=self.model, messages=[system, *tail], **params)
+                response = yield {"model": self.model, "messages": [system, *tail], **params}
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 if self._adapt(exc, mode):
                     continue

@@ -7,6 +7,7 @@ stored ids, so a model cannot invent or corrupt an id: the pipeline maps the int
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -102,3 +103,11 @@ class Extractor(ABC):
                rejected: list[Rejection]) -> list[ExtractedTriple]:
         """Corrected versions of the rejected triples (may be fewer, or none). Default: none."""
         return []
+
+    async def aextract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        """:meth:`extract` for ``AsyncMemory``: in a worker thread unless the extractor waits on a
+        remote model natively (:class:`~graphmem.extraction.llm.LLMExtractor`)."""
+        return await asyncio.to_thread(self.extract, chunk, context)
+
+    async def aclose(self) -> None:  # noqa: B027 - optional: only remote extractors hold an async client
+        """Close the async client, if any."""

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError, short
 from ..models import Entity, Relation, Scope, norm_name
-from ..stores.base import EntityQuery, FactQuery, Records, Store
+from ..stores.base import EntityQuery, FactQuery, Records
+from .steps import Call, Steps
 
 if TYPE_CHECKING:
     from ..ontology import Ontology
@@ -53,8 +54,8 @@ def _page(items: Sequence[Entity] | Sequence[Relation], limit: int) -> str | Non
     return encode_cursor(last.created_at, last.id)
 
 
-def entities(store: Store, ontology: Ontology, scope: Scope, *, name: str | None, type_: str | None,
-             limit: int, cursor: str | None) -> dict[str, Any]:
+def entities(ontology: Ontology, scope: Scope, *, name: str | None, type_: str | None,
+             limit: int, cursor: str | None) -> Steps[dict[str, Any]]:
     classes: tuple[str, ...] = ()
     if type_ is not None:
         iri = ontology.resolve_class(type_)
@@ -64,10 +65,10 @@ def entities(store: Store, ontology: Ontology, scope: Scope, *, name: str | None
     fragment = norm_name(name) if name is not None else None
     if fragment == "":
         raise InvalidInputError("name must contain a letter or digit")
-    found = store.list_entities(scope, EntityQuery(contains=fragment, classes=classes,
-                                                   after=decode_cursor(cursor), limit=limit + 1))
+    found: list[Entity] = yield Call("list_entities", (scope, EntityQuery(
+        contains=fragment, classes=classes, after=decode_cursor(cursor), limit=limit + 1)))
     shown = found[: limit]
-    degree = store.entity_memories(scope, [e.id for e in shown], 0, 0)
+    degree = yield Call("entity_memories", (scope, [e.id for e in shown], 0, 0))
     return {"results": [_entity(e, ontology, degree.get(e.id, (0, []))[0]) for e in shown],
             "next_cursor": _page(found, limit)}
 
@@ -76,21 +77,21 @@ def _entity(e: Entity, ontology: Ontology, mentions: int) -> dict[str, Any]:
     return {**e.public(), "types": [ontology.short(c) for c in e.classes], "mentions": mentions}
 
 
-def find_entity(store: Store, scope: Scope, entity: str) -> Entity:
+def find_entity(scope: Scope, entity: str) -> Steps[Entity]:
     """An entity by id, else by its name or an alias (the oldest having it)."""
-    by_id = store.entities(scope, [entity])
+    by_id: dict[str, Entity] = yield Call("entities", (scope, [entity]))
     if entity in by_id:
         return by_id[entity]
     key = norm_name(entity)
-    by_name = store.find_entities(scope, [key], exact=False) if key else {}
+    by_name: dict[str, Entity] = (yield Call("find_entities", (scope, [key]), {"exact": False})) if key else {}
     if key in by_name:
         return by_name[key]
     raise NotFoundError(f"no entity {short(entity)} (by id, name or alias) in scope {dict(scope.items())}")
 
 
-def facts(store: Store, ontology: Ontology, scope: Scope, *, entity: str | None, relation: str | None,
-          as_of: datetime | None, include_closed: bool, limit: int, cursor: str | None) -> dict[str, Any]:
-    about = find_entity(store, scope, entity) if entity is not None else None
+def facts(ontology: Ontology, scope: Scope, *, entity: str | None, relation: str | None,
+          as_of: datetime | None, include_closed: bool, limit: int, cursor: str | None) -> Steps[dict[str, Any]]:
+    about = (yield from find_entity(scope, entity)) if entity is not None else None
     asked: str | None = None
     direct: set[str] = set()
     inverse: set[str] = set()
@@ -107,11 +108,11 @@ def facts(store: Store, ontology: Ontology, scope: Scope, *, entity: str | None,
     query = FactQuery(entity_ids=(about.id,) if about else (), relations=tuple(sorted(direct | inverse)),
                       as_of=as_of, include_closed=include_closed, after=decode_cursor(cursor),
                       limit=limit + 1)
-    found = store.list_facts(scope, query)
+    found: list[Relation] = yield Call("list_facts", (scope, query))
     shown = found[: limit]
     ends = {i for r in shown for i in (r.source_id, r.target_id) if i is not None}
-    names = store.entities(scope, sorted(ends))
-    records, _ = store.records(scope, sorted({m for r in shown for m in r.memory_ids}), None, None)
+    names = yield Call("entities", (scope, sorted(ends)))
+    records, _ = yield Call("records", (scope, sorted({m for r in shown for m in r.memory_ids}), None, None))
     results = []
     for r in shown:
         view = _fact(r, ontology, names, records)

@@ -40,10 +40,11 @@ from ..models import (
     parse_datetime,
     text_hash,
 )
-from ..stores.base import NewMemory
+from ..stores.base import GraphWrite, NewMemory
 from .graph import GraphPlan, PlanRequest, TripleInput
 from .parts import Parts
-from .retry import replanning
+from .retry import replan
+from .steps import Call, Embed, Steps, Work, extraction, run
 
 log = logging.getLogger("graphmem")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -129,6 +130,12 @@ class Ingestor:
         self.embedder = parts.embedder
 
     def add(self, req: AddRequest, now: datetime) -> dict[str, Any]:
+        return run(self.add_steps(req, now), self.parts.engines())
+
+    def add_steps(self, req: AddRequest, now: datetime) -> Steps[dict[str, Any]]:
+        """``add`` as steps: extraction waits on the extractor and the store, planning is CPU work
+        (:class:`~.steps.Work`), and the plan's write is one store call, so an async run commits
+        natively and a cancelled one stops before or after that single write, never inside."""
         max_chars = self.config.limits.max_memory_chars
         infer = req.infer
         texts = []
@@ -140,7 +147,7 @@ class Ingestor:
             texts.append((m, clean_text(m.content, what=f"messages[{i}].content", max_chars=limit)))
         if not texts:
             raise InvalidInputError("messages hold only system messages; there is nothing to remember")
-        extracted = self._extract(req, texts, now) if infer else None
+        extracted = (yield from self._extract(req, texts, now)) if infer else None
         if extracted is not None:
             drafts = extracted.drafts
         else:
@@ -149,12 +156,13 @@ class Ingestor:
         facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
         if extracted is not None:
             facts += extracted.facts
-        embedded: dict[str, Any] = {}
+        unique_texts = list(dict.fromkeys(d.text for d in drafts))
+        embedded: dict[str, Any] = dict(zip(unique_texts, (yield Embed(unique_texts)), strict=True)) \
+            if unique_texts else {}
         repairs: dict[Any, list[ExtractedTriple]] = {}
 
-        def attempt() -> GraphPlan:
-            """Plan from the store's current state and write; the store refuses (ConflictError) when a
-            concurrent writer changed what the plan read, and the whole plan is made again."""
+        def prepare() -> tuple[GraphPlan, GraphWrite]:
+            """Plan from the store's current state (its reads are optimistic: the write checks them)."""
             for d in drafts:
                 d.id, d.event, d.hash = None, EventType.ADD, ""
             vectors = self._deduplicate(req.scope, drafts, near=infer, embedded=embedded)
@@ -175,11 +183,18 @@ class Ingestor:
             for d in drafts:  # a stored duplicate's memory is linked to: it must still exist at commit
                 if d.event is EventType.NONE and d.id and d.id not in created:
                     change.expect.memories.setdefault(d.id, d.hash or "")
+            return plan, change
+
+        def attempt() -> Steps[GraphPlan]:
+            """Plan, then write; the store refuses (ConflictError) when a concurrent writer changed
+            what the plan read, and the whole plan is made again."""
+            planned: tuple[GraphPlan, GraphWrite] = yield Work(prepare)
+            plan, change = planned
             if change.memories or change.events or change.relations or change.quarantine:
-                self.store.write(req.scope, change)
+                yield Call("write", (req.scope, change))
             return plan
 
-        plan = replanning(self.config.store.conflict_retries, attempt, key=(id(self.store), *req.scope.items()))
+        plan = yield from replan(self.config.store.conflict_retries, attempt, key=(id(self.store), *req.scope.items()))
         out: dict[str, Any] = {
             "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in drafts],
             "relations": plan.summary(),
@@ -195,7 +210,7 @@ class Ingestor:
         (to replace the old ones) from the store's current state, again after each write conflict."""
         message = Message(role=memory.role or "user", content=text, name=memory.actor_id)
         req = AddRequest(scope, [message], {}, None, memory.event_time, [], True)
-        extracted = self._extract(req, [(message, text)], now)
+        extracted = run(self._extract(req, [(message, text)], now), self.parts.engines())
         req_plan = PlanRequest.shared(
             scope, [f.triple for f in extracted.facts], [memory.id], now, default_time=memory.event_time,
             replacing=memory.id, aliases=extracted.aliases,
@@ -283,24 +298,27 @@ class Ingestor:
         second.rejected[:0] = first.rejected
         return second
 
-    def _extract(self, req: AddRequest, texts: list[tuple[Message, str]], now: datetime) -> _Extracted:
+    def _extract(self, req: AddRequest, texts: list[tuple[Message, str]], now: datetime) -> Steps[_Extracted]:
         out = _Extracted()
         reference = req.event_time or now
         roles = {m.name or m.role: m.role for m, _ in texts}  # speaker label -> the role it speaks in
         speakers = sorted(roles)
-        pieces = self.parts.chunk([render(m, t) for m, t in texts])
+        lines = [render(m, t) for m, t in texts]
+        pieces = yield Work(lambda: self.parts.chunk(lines))
         out.chunks = [c.text for c in pieces]
         out.counter = pieces[0].counter if pieces else ""
-        extractor = self.parts.extractor
+        extractor = yield Work(lambda: self.parts.extractor)
+        ontology = yield Work(lambda: self.parts.planner.ontology)
         # chunk vectors only serve to show the extractor related memories; the rule extractor reads none
-        vectors = self.embedder.embed(out.chunks) if extractor.uses_known_memories else [None] * len(out.chunks)
+        vectors = (yield Embed(out.chunks)) if extractor.uses_known_memories and out.chunks \
+            else [None] * len(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
-                ontology=self.parts.planner.ontology, reference_time=reference, speakers=speakers,
-                memories=self._known_memories(req.scope, chunk, vec) if vec is not None else [],
-                entities=self._known_entities(req.scope, chunk),
+                ontology=ontology, reference_time=reference, speakers=speakers,
+                memories=(yield from self._known_memories(req.scope, chunk, vec)) if vec is not None else [],
+                entities=(yield from self._known_entities(req.scope, chunk)),
             )
-            result = extractor.extract(chunk, ctx)
+            result = yield from extraction(chunk, ctx)
             out.contexts.append(ctx)
             out.extractions.append(result)
             self._collect(req, c, roles, ctx, result, out)
@@ -367,16 +385,16 @@ class Ingestor:
             drafts = [first + t.memory] if t.memory is not None and 0 <= t.memory < count else everything
             out.facts.append(Fact(triple, drafts or everything, c))
 
-    def _known_memories(self, scope: Scope, chunk: str, vector: Any) -> list[KnownMemory]:
-        cands = self.store.candidates(scope, None, vector, chunk, 5)
+    def _known_memories(self, scope: Scope, chunk: str, vector: Any) -> Steps[list[KnownMemory]]:
+        cands = yield Call("candidates", (scope, None, vector, chunk, 5))
         ids = list(dict.fromkeys([i for i, _ in cands.vector] + [i for i, _ in cands.fulltext]))[:8]
         return [KnownMemory(n, cands.records[i].memory) for n, i in enumerate(ids)]
 
-    def _known_entities(self, scope: Scope, chunk: str) -> list[KnownEntity]:
+    def _known_entities(self, scope: Scope, chunk: str) -> Steps[list[KnownEntity]]:
         """Stored entities named in the chunk (its 1-4 word n-grams looked up by normalized name)."""
         words = [w.casefold() for w in _WORD.findall(chunk)]
         keys = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
-        found = self.store.find_entities(scope, sorted(keys)) if keys else {}
+        found = (yield Call("find_entities", (scope, sorted(keys)))) if keys else {}
         unique = {e.id: e for e in found.values()}
         return [KnownEntity(n, e.name, tuple(e.classes), tuple(e.aliases))
                 for n, e in enumerate(sorted(unique.values(), key=lambda e: e.name)[:64])]

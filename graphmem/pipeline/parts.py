@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..extraction import Extractor
     from ..ontology import Guard, Ontology
     from .graph import GraphPlanner
+    from .steps import Engines
 
 log = logging.getLogger("graphmem")
 T = TypeVar("T")
@@ -37,6 +38,16 @@ class Parts:
         self.embedder = embedder
         self._built: dict[str, Any] = {} if extractor is None else {"extractor": extractor}
         self._lock = threading.RLock()  # a part is built from others (the planner from the guard)
+
+    def engines(self) -> Engines:
+        """What the pipeline's steps (:mod:`.steps`) are answered by."""
+        from .steps import Engines
+
+        return Engines(self.store, self.embedder, lambda: self.extractor)
+
+    def built(self, name: str) -> Any:
+        """The part named ``name`` if it was built (or given), else ``None``: closing builds nothing."""
+        return self._built.get(name)
 
     def _once(self, name: str, build: Callable[[], T]) -> T:
         part = self._built.get(name)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from ..errors import ConflictError
+from .steps import Acquire, Pause, Step, Steps, drive
 
 T = TypeVar("T")
 
@@ -24,6 +25,23 @@ def _turn(key: Hashable) -> threading.Lock:
 
 
 def replanning(retries: int, attempt: Callable[[], T], key: Hashable = None) -> T:
+    """:func:`replan` of a plain ``attempt`` (plan, then write), sleeping and locking in this thread."""
+    def now() -> Steps[T]:
+        return attempt()
+        yield  # pragma: no cover - a generator that waits for nothing
+
+    def wait(step: Step) -> None:
+        if isinstance(step, Pause):
+            time.sleep(step.seconds)
+        elif isinstance(step, Acquire):
+            step.lock.acquire()
+        else:
+            raise TypeError(f"replanning waits only for pauses and locks, not {step!r}")
+
+    return drive(replan(retries, now, key), wait)
+
+
+def replan(retries: int, attempt: Callable[[], Steps[T]], key: Hashable = None) -> Steps[T]:
     """Run ``attempt`` (plan, then write) until its write commits, at most ``retries`` more times.
 
     Why a re-plan and not a re-run of the transaction: a conflict means the state the plan was made
@@ -32,22 +50,23 @@ def replanning(retries: int, attempt: Callable[[], T], key: Hashable = None) -> 
     random pause that grows with each conflict. Within a process, a write that conflicted
     ``_QUEUE_AFTER`` times takes a turn lock of its ``key`` (its scope), and while one holds it every
     other write of the key waits for it too: a busy entity then has its writers one at a time, and
-    none of them starves while its neighbours keep committing. Without contention nobody waits."""
+    none of them starves while its neighbours keep committing. Without contention nobody waits.
+    A cancelled async run releases the lock it holds (the generator is closed)."""
     turn: threading.Lock | None = None
     try:
         for n in range(retries + 1):
             if turn is None and key is not None:
                 lock = _turn(key)
                 if n >= _QUEUE_AFTER or lock.locked():  # contended: take turns with the others
-                    lock.acquire()
+                    yield Acquire(lock)
                     turn = lock
             try:
-                return attempt()
+                return (yield from attempt())
             except ConflictError as exc:
                 if n == retries:
                     raise ConflictError(f"{exc}; gave up after {retries} re-plans (store.conflict_retries), "
                                         "nothing was written") from exc
-            time.sleep(random.uniform(0, min(0.25, 0.002 * 2**n)))
+            yield Pause(random.uniform(0, min(0.25, 0.002 * 2**n)))
         raise AssertionError("unreachable")
     finally:
         if turn is not None:

@@ -26,6 +26,7 @@ from .graph import GraphResult, graph_candidates, graph_query
 if TYPE_CHECKING:
     from ..embedding import Embedder
     from ..ontology import Ontology
+    from ..pipeline.steps import Steps
     from ..stores.base import Store, Vector
     from .rerank import Reranker
 
@@ -87,13 +88,33 @@ def run_search(
 ) -> dict[str, Any]:
     """Rank the scope's memories for ``req`` (see ``Memory.search``); ``pending_uses``: a memory's uses
     by search not yet stored (:mod:`graphmem.search.access`), when decay counts uses."""
-    vector = embedder.embed_one(req.text) if req.vector is None else req.vector
+    from ..pipeline.steps import Engines, run
+
+    return run(search_steps(ontology, cfg, req, reranker, pending_uses), Engines(store, embedder, _no_extractor))
+
+
+def _no_extractor() -> Any:
+    raise AssertionError("search extracts nothing")
+
+
+def search_steps(
+    ontology: Callable[[], Ontology],
+    cfg: SearchConfig,
+    req: SearchRequest,
+    reranker: Reranker | None = None,
+    pending_uses: Callable[[str], int] | None = None,
+) -> Steps[dict[str, Any]]:
+    """:func:`run_search` as steps (:mod:`graphmem.pipeline.steps`): the embedding and the store's
+    search are waited on, the graph scoring and the reranker are CPU work; ``AsyncMemory`` runs them."""
+    from ..pipeline.steps import Call, Embed, Work
+
+    vector = (yield Embed([req.text]))[0] if req.vector is None else req.vector
     usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
     gq = graph_query(req.text, cfg.graph, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
-    cands, sub = store.search(req.scope, flt, usable, req.text, n, gq)
+    cands, sub = yield Call("search", (req.scope, flt, usable, req.text, n, gq))
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
@@ -105,7 +126,7 @@ def run_search(
         seeds = dict(Fusion(signals, text_cfg).top(cfg.graph.seed_memories))
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
-        graph = graph_candidates(sub, gq, ontology, n, cfg.graph, seeds)
+        graph = yield Work(lambda: graph_candidates(sub, gq, ontology, n, cfg.graph, seeds))
         signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
     now = req.now or utcnow()
     # Decay only lowers a fused score, so once the next fused score is below the worst of the best
@@ -134,8 +155,8 @@ def run_search(
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]
-        reranked = dict(zip((h[1][0] for h in head), reranker.score(req.text, [h[1][2].memory for h in head]),
-                            strict=True))
+        scores = yield Work(lambda: reranker.score(req.text, [h[1][2].memory for h in head]))
+        reranked = dict(zip((h[1][0] for h in head), scores, strict=True))
         order = sorted(head, key=lambda h: (-reranked[h[1][0]], -h[0], h[1][0]))
         ranked = order + ranked[cfg.rerank.top_n :]
     results = []

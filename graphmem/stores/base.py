@@ -8,6 +8,7 @@ entirely or not at all.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -393,6 +394,11 @@ class Store(ABC):
     def close(self) -> None:  # noqa: B027 - optional: a store that holds no connection has nothing to release
         """Release connections and caches."""
 
+    def asynchronous(self) -> AsyncStore:
+        """This store's methods, awaitable (``AsyncMemory`` uses it): in worker threads unless the
+        backend has a native async client (Neo4j)."""
+        return AsyncStore(self)
+
     def insert(self, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
         """Write memories of one exact scope and their history events in one transaction (bulk
         loads): a :meth:`write` that carries nothing else."""
@@ -675,3 +681,18 @@ class Store(ABC):
         need no compaction does nothing.
         """
         return {}
+
+
+class AsyncStore:
+    """A :class:`Store`'s methods by name, awaited. This default runs each in a worker thread,
+    where a write is still one transaction: once it started, it finishes (commits or rolls back)
+    even if the awaiting task is cancelled."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self.store, name), *args, **kwargs)
+
+    async def close(self) -> None:
+        """Release what the async side holds (nothing here: the store's own ``close`` does the rest)."""

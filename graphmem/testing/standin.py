@@ -68,6 +68,11 @@ def last_user_message(body: dict[str, Any]) -> str:
     return ""
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256
+    """Connections waiting to be accepted (the default, 5, refuses a burst of concurrent clients)."""
+
+
 class StandinServer:
     """Start with ``with StandinServer() as s:``; point clients at ``s.base_url``."""
 
@@ -83,7 +88,7 @@ class StandinServer:
         """Sent as ``retry-after-ms`` with 429 and 5xx answers, so the client's retries wait this long
         instead of its default backoff (keeps retry tests fast); ``None`` sends no such header."""
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
+        self._httpd = _Server((host, port), self._handler())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

@@ -33,6 +33,7 @@ from .records import (
     utc,
 )
 from .session import Db, conflicts
+from .statements import drive
 from .writes import run_merge_new, write_graph
 
 
@@ -151,11 +152,11 @@ def restore(db: Db, dims: int | None, scope: Scope, rows: Restore) -> None:
     def work(tx: ManagedTransaction) -> None:
         with conflicts():
             for chunk in chunks(memory_rows, batch):
-                run_merge_new(tx, memory_q.INSERT_MEMORIES, chunk, "memory")
+                drive(tx, run_merge_new(memory_q.INSERT_MEMORIES, chunk, "memory"))
             ordered = [{**r, "seq": seq + pos} for pos, r in enumerate(event_rows)]
             for chunk in chunks(ordered, batch):
                 tx.run(memory_q.INSERT_HISTORY, rows=chunk).consume()
-            write_graph(tx, scope, graph, batch=batch, dims=dims)
+            drive(tx, write_graph(scope, graph, batch=batch, dims=dims))
         for (rtype, literal), fact_rows in facts.items():
             query = graph_q.create_facts(rtype, literal)
             for chunk in chunks(fact_rows, batch):

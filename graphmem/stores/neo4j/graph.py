@@ -1,8 +1,9 @@
 """Reads of the knowledge graph: entities by key or vector, an entity's context, facts, the scopes
 that hold a graph, quarantine entries, and the subgraph a search's neighbourhood query returns.
 
-Each function runs in a transaction the caller opened (a read, or a write's check), so a write can
-read the graph it is about to change under its own locks. The primitive reads the graph walk of
+Each function is a series of statements (:mod:`.statements`) run in a transaction the caller
+opened (a read, or a write's check, on either driver), so a write can read the graph it is about
+to change under its own locks. The primitive reads the graph walk of
 :mod:`graphmem.stores.walk` runs on are here too (the records of a walk are search's).
 """
 
@@ -12,18 +13,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from neo4j import ManagedTransaction
-
 from ...models import Entity, QuarantineEntry, Relation, Scope, to_utc
 from ..base import EntityQuery, FactQuery, GraphContext, Subgraph
 from .cypher import conjunction, exact_scope_where, scope_where
 from .cypher import graph as q
 from .records import gone, to_entity, to_quarantine, to_relation, unique
+from .statements import Statements, run
 
 
-def find_entities(
-    tx: ManagedTransaction, scope: Scope, keys: Sequence[str], *, exact: bool = True
-) -> dict[str, Entity]:
+def find_entities(scope: Scope, keys: Sequence[str], *, exact: bool = True) -> Statements[dict[str, Entity]]:
     """By key (index seek on ``Entity.key``) or alias key (scan of the scope through its index);
     ``exact``: in exactly ``scope``, else in every scope it contains."""
     wanted = unique(keys)
@@ -32,7 +30,7 @@ def find_entities(
     params: dict[str, Any] = {"keys": wanted}
     fence = exact_scope_where(scope, "e", params) if exact else scope_where(scope, "e", params)
     out: dict[str, Entity] = {}
-    for rec in tx.run(q.find_entities(scope, fence), params):
+    for rec in (yield run(q.find_entities(scope, fence), params)):
         if gone(rec["ent"]):
             continue
         entity: Entity | None = None
@@ -43,35 +41,34 @@ def find_entities(
     return out
 
 
-def similar_entities(
-    tx: ManagedTransaction, scope: Scope, vectors: list[list[float]]
-) -> list[tuple[Entity, float] | None]:
+def similar_entities(scope: Scope, vectors: list[list[float]]) -> Statements[list[tuple[Entity, float] | None]]:
     """Exact cosine over the scope's entities (found through the scope index), best per query.
 
     ``vector.similarity.cosine`` returns (1 + cos) / 2, mapped back to cos in the query."""
     params: dict[str, Any] = {"vecs": vectors}
     query = q.similar_entities(scope, exact_scope_where(scope, "e", params))
     found: dict[int, tuple[Entity, float]] = {
-        rec["i"]: (to_entity(rec["ent"]), float(rec["score"])) for rec in tx.run(query, params) if not gone(rec["ent"])
+        rec["i"]: (to_entity(rec["ent"]), float(rec["score"])) for rec in (yield run(query, params))
+        if not gone(rec["ent"])
     }
     return [found.get(i) for i in range(len(vectors))]
 
 
-def graph_context(tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
+def graph_context(scope: Scope, entity_ids: Sequence[str]) -> Statements[GraphContext]:
     """The entities in scope, every open fact touching them, and the entities at the other ends."""
     ctx = GraphContext()
     ids = unique(entity_ids)
     if not ids:
         return ctx
     params: dict[str, Any] = {"ids": ids}
-    for rec in tx.run(q.entities_by_id(scope_where(scope, "e", params)), params):
+    for rec in (yield run(q.entities_by_id(scope_where(scope, "e", params)), params)):
         if not gone(rec["e"]):
             ctx.entities[rec["e"]["id"]] = to_entity(rec["e"])
     if not ctx.entities:
         return ctx
     found = list(ctx.entities)
     seen: set[str] = set()
-    for rec in tx.run(q.OPEN_FACTS_OF, found=found):
+    for rec in (yield run(q.OPEN_FACTS_OF, found=found)):
         row = rec.data()
         if gone(row["fact"]) or row["fact"]["id"] in seen:
             continue
@@ -93,7 +90,7 @@ def _page(params: dict[str, Any], var: str, after: tuple[datetime, str] | None, 
     return cond, "" if limit is None else f" LIMIT {int(limit)}"
 
 
-def list_entities(tx: ManagedTransaction, scope: Scope, query: EntityQuery) -> list[Entity]:
+def list_entities(scope: Scope, query: EntityQuery) -> Statements[list[Entity]]:
     params: dict[str, Any] = {}
     where = [scope_where(scope, "e", params)]
     if query.contains is not None:
@@ -103,11 +100,11 @@ def list_entities(tx: ManagedTransaction, scope: Scope, query: EntityQuery) -> l
         params["classes"] = list(query.classes)
         where.append(q.ENTITY_CLASSES)
     cond, limit = _page(params, "e", query.after, query.limit)
-    rows = (rec["e"] for rec in tx.run(q.list_entities(scope, conjunction(*where, cond), limit), params))
+    rows = (rec["e"] for rec in (yield run(q.list_entities(scope, conjunction(*where, cond), limit), params)))
     return [to_entity(row) for row in rows if not gone(row)]
 
 
-def list_facts(tx: ManagedTransaction, scope: Scope, query: FactQuery) -> list[Relation]:
+def list_facts(scope: Scope, query: FactQuery) -> Statements[list[Relation]]:
     params: dict[str, Any] = {}
     where = [scope_where(scope, "r", params)]
     if query.memory_id is not None:
@@ -127,46 +124,45 @@ def list_facts(tx: ManagedTransaction, scope: Scope, query: FactQuery) -> list[R
         text = q.list_facts_of(conjunction(*where, cond), limit)
     else:
         text = q.list_facts(scope, scope_where(scope, "s", params), conjunction(*where, cond), limit)
-    return [to_relation(row) for row in (rec.data() for rec in tx.run(text, params)) if not gone(row["fact"])]
+    return [to_relation(row) for row in (rec.data() for rec in (yield run(text, params))) if not gone(row["fact"])]
 
 
 # -- the primitive reads of the walk (stores/walk.py) ---------------------------------------------
 
 
-def entities(tx: ManagedTransaction, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
+def entities(scope: Scope, ids: Sequence[str]) -> Statements[dict[str, Entity]]:
     params: dict[str, Any] = {"ids": unique(ids)}
-    rows = (rec["e"] for rec in tx.run(q.entities_by_id(scope_where(scope, "e", params)), params))
+    rows = (rec["e"] for rec in (yield run(q.entities_by_id(scope_where(scope, "e", params)), params)))
     return {row["id"]: to_entity(row) for row in rows if not gone(row)}
 
 
 def entity_memories(
-    tx: ManagedTransaction, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
-) -> dict[str, tuple[int, list[str]]]:
+    scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+) -> Statements[dict[str, tuple[int, list[str]]]]:
     params: dict[str, Any] = {"ids": unique(ids), "limit": int(limit), "hub": int(hub_degree)}
-    found = tx.run(q.entity_memories(scope_where(scope, "e", params)), params)
+    found = yield run(q.entity_memories(scope_where(scope, "e", params)), params)
     return {rec["id"]: (int(rec["d"]), list(rec["mids"])) for rec in found if rec["id"] is not None}
 
 
-def memory_entities(tx: ManagedTransaction, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+def memory_entities(scope: Scope, memory_ids: Sequence[str]) -> Statements[list[tuple[str, str]]]:
     params: dict[str, Any] = {"mids": unique(memory_ids)}
-    found = tx.run(q.memory_entities(scope_where(scope, "e", params)), params)
+    found = yield run(q.memory_entities(scope_where(scope, "e", params)), params)
     return [(rec["mid"], rec["eid"]) for rec in found if rec["eid"] is not None]
 
 
 def facts(
-    tx: ManagedTransaction, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int,
-    support: int,
-) -> list[Relation]:
+    scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+) -> Statements[list[Relation]]:
     params: dict[str, Any] = {"ids": unique(entity_ids), "limit": int(limit), "support": int(support)}
     if as_of is not None:
         params["as_of"] = to_utc(as_of)
     valid = q.FACT_OPEN if as_of is None else q.FACT_VALID_AT
-    rows = (rec.data() for rec in tx.run(q.facts(conjunction(valid, scope_where(scope, "r", params))), params))
+    rows = (rec.data() for rec in (yield run(q.facts(conjunction(valid, scope_where(scope, "r", params))), params)))
     return sorted((to_relation(row) for row in rows if not gone(row["fact"])), key=lambda r: r.id)
 
 
-def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
-    rows = tx.run(q.GRAPH_SCOPES).data()
+def graph_scopes() -> Statements[list[Scope]]:
+    rows = [rec.data() for rec in (yield run(q.GRAPH_SCOPES))]
     found = {(r["user_id"], r["agent_id"], r["run_id"]) for r in rows}
     found.discard((None, None, None))
 
@@ -176,12 +172,12 @@ def graph_scopes(tx: ManagedTransaction) -> list[Scope]:
     return [Scope(user_id=u, agent_id=a, run_id=r) for u, a, r in sorted(found, key=order)]
 
 
-def quarantined(tx: ManagedTransaction, scope: Scope, status: str | None) -> list[QuarantineEntry]:
+def quarantined(scope: Scope, status: str | None) -> Statements[list[QuarantineEntry]]:
     params: dict[str, Any] = {}
     where = scope_where(scope, "q", params)
     if status is not None:
         params["status"] = status
-    return [to_quarantine(rec["entry"]) for rec in tx.run(q.quarantined(scope, where, status is not None), params)]
+    return [to_quarantine(rec["entry"]) for rec in (yield run(q.quarantined(scope, where, status is not None), params))]
 
 
 def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:

@@ -1,4 +1,5 @@
-"""Reads of memories and their history (the graph's are in :mod:`.graph`, search's in :mod:`.search`)."""
+"""Reads of memories and their history (the graph's are in :mod:`.graph`, search's in :mod:`.search`),
+as statements (:mod:`.statements`) that the sync and the async store run alike."""
 
 from __future__ import annotations
 
@@ -11,28 +12,26 @@ from .cypher import conjunction, exact_scope_where, hint, scope_where
 from .cypher import memories as q
 from .filters import Params, compile_filter
 from .records import live_dict, to_history, to_record
-from .session import Db
+from .statements import Statements, run
 
 
-def find_hashes(db: Db, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
+def find_hashes(scope: Scope, hashes: Sequence[str]) -> Statements[dict[str, str]]:
     """The oldest memory of exactly ``scope`` holding each hash."""
     wanted = list(dict.fromkeys(hashes))
     if not wanted:
         return {}
     params: dict[str, Any] = {"hashes": wanted}
-    query = q.find_hashes(exact_scope_where(scope, "m", params))
-    rows = db.read("find_hashes", lambda tx: tx.run(query, params).data())
+    rows = yield run(q.find_hashes(exact_scope_where(scope, "m", params)), params)
     return {r["hash"]: r["id"] for r in rows}
 
 
-def get(db: Db, memory_id: str, scope: Scope) -> MemoryRecord | None:
+def get(memory_id: str, scope: Scope) -> Statements[MemoryRecord | None]:
     params: dict[str, Any] = {"id": memory_id}
-    query = q.get_memory(scope_where(scope, "m", params))
-    row = db.read("get", lambda tx: tx.run(query, params).single())
+    row = yield run(q.get_memory(scope_where(scope, "m", params)), params, "single")
     return to_record(row["rec"]) if row is not None and live_dict(row["rec"]) else None
 
 
-def list_memories(db: Db, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
+def list_memories(scope: Scope, flt: Filter | None, limit: int) -> Statements[list[MemoryRecord]]:
     """Newest first (``created_at`` descending, then ``id`` ascending)."""
     if limit <= 0:
         return []
@@ -42,26 +41,24 @@ def list_memories(db: Db, scope: Scope, flt: Filter | None, limit: int) -> list[
     if flt is not None:
         where = conjunction(where, compile_filter(flt, "m", fp))
         params.update(fp.values)
-    query = q.list_memories(hint(scope), where)
-    rows = db.read("list", lambda tx: tx.run(query, params).data())
+    rows = yield run(q.list_memories(hint(scope), where), params)
     return [to_record(r["rec"]) for r in rows if live_dict(r["rec"])]
 
 
-def history(db: Db, memory_id: str, scope: Scope) -> list[HistoryEvent]:
+def history(memory_id: str, scope: Scope) -> Statements[list[HistoryEvent]]:
     params: dict[str, Any] = {"id": memory_id}
-    query = q.history(scope_where(scope, "h", params))
-    rows = db.read("history", lambda tx: tx.run(query, params).data())
+    rows = yield run(q.history(scope_where(scope, "h", params)), params)
     return [to_history(r["ev"]) for r in rows]
 
 
-def count(db: Db, scope: Scope | None) -> int:
+def count(scope: Scope | None) -> Statements[int]:
     params: dict[str, Any] = {}
     query = q.COUNT_ALL if scope is None else q.count(scope_where(scope, "m", params))
-    row = db.read("count", lambda tx: tx.run(query, params).single())
+    row = yield run(query, params, "single")
     return int(row["n"]) if row is not None else 0
 
 
-def ids_with_prefix(db: Db, scope: Scope, prefix: str, limit: int) -> list[str]:
+def ids_with_prefix(scope: Scope, prefix: str, limit: int) -> Statements[list[str]]:
     params: dict[str, Any] = {"prefix": prefix, "limit": int(limit)}
-    query = q.ids_with_prefix(scope_where(scope, "m", params))
-    return [r["id"] for r in db.read("ids_with_prefix", lambda tx: tx.run(query, params).data())]
+    rows = yield run(q.ids_with_prefix(scope_where(scope, "m", params)), params)
+    return [r["id"] for r in rows]

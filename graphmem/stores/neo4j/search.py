@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from neo4j import ManagedTransaction, Record
 
+from ...config import StoreConfig
 from ...errors import StoreError
 from ...filters import Filter
 from ...models import Scope
@@ -26,6 +27,7 @@ from .filters import Params, compile_filter
 from .graph import read_subgraph
 from .records import add_records, check_vector, directions, live, record_row, similarity
 from .session import Db
+from .statements import Statements, run
 
 _KK_FLOOR: Final = 100
 """Smallest index over-fetch: below this the HNSW index's recall drops faster than its cost does
@@ -81,15 +83,24 @@ def candidates(
     scope too big to count first gets one 16-fold wider index query (an exact pass over it is
     the last resort).
     """
-    plan = candidate_plan(db, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
+    return db.singles("search", candidates_steps(db.cfg, scope, flt, vector, text, k, dims=dims,
+                                                 exact_index=exact_index, big_until=big_until))
+
+
+def candidates_steps(
+    cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
+    dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+) -> Statements[Candidates]:
+    """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
     if plan is None:
         return Candidates(round_trips=0)
-    row = db.single("search", statement(plan.parts, plan.columns), plan.params)
-    return finish_candidates(db, plan, row, big_until)
+    row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
+    return (yield from finish_candidates(plan, row, big_until))
 
 
 def candidate_plan(
-    db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
+    cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
     dims: int | None, exact_index: bool, big_until: dict[Scope, float],
 ) -> CandidatePlan | None:
     """The first candidates query (see :func:`candidates`), or ``None`` when nothing can match."""
@@ -121,8 +132,8 @@ def candidate_plan(
         base=base,
         big_kk=big_kk,
         kk_max=max(_KK_MAX, base),
-        probe=db.cfg.vector_exact_max + 1,
-        exact_max=db.cfg.vector_exact_max,
+        probe=cfg.vector_exact_max + 1,
+        exact_max=cfg.vector_exact_max,
         filtered=flt is not None,
     )
     hint_clause = hint(scope)
@@ -141,7 +152,9 @@ def candidate_plan(
                          exact_index)
 
 
-def finish_candidates(db: Db, plan: CandidatePlan, row: Record | None, big_until: dict[Scope, float]) -> Candidates:
+def finish_candidates(
+    plan: CandidatePlan, row: Record | None, big_until: dict[Scope, float]
+) -> Statements[Candidates]:
     """Candidates from the first query's row, redoing a signal its index cut short (more trips)."""
     if row is None:  # cannot happen: every subquery returns exactly one row
         raise StoreError("Neo4j search returned no row")
@@ -170,7 +183,7 @@ def finish_candidates(db: Db, plan: CandidatePlan, row: Record | None, big_until
         if redo_text:
             parts.append(q.all_text_hits(cond, plan.vector))
             columns.append("fh")
-        again = db.single("search fallback", statement(parts, columns), params)
+        again = yield run(statement(parts, columns), params, "single")
         if again is None:
             raise StoreError("Neo4j search fallback returned no row")
         out.round_trips += 1
@@ -205,11 +218,17 @@ def neighbourhood(
 ) -> Subgraph:
     """The walk of :func:`.cypher.search.neighbourhood_cypher`, in one query; with ``vec`` (a
     checked query vector with a direction) each record comes with its exact cosine to it."""
+    return db.singles("neighbourhood", neighbourhood_steps(scope, query, seed_memories, flt, vec))
+
+
+def neighbourhood_steps(
+    scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None, vec: list[float] | None,
+) -> Statements[Subgraph]:
     params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
     cond = _memory_where(scope, flt, params)
     proj = graph_record_proj(vec is not None)
     body = q.neighbourhood_alone(scope, query, params, records_where=cond, record_proj=proj)
-    row = db.single("neighbourhood", statement([body], q.SUBGRAPH_COLUMNS), params)
+    row = yield run(statement([body], q.SUBGRAPH_COLUMNS), params, "single")
     if row is None:
         raise StoreError("Neo4j neighbourhood returned no row")
     sub, recs = read_subgraph(row)
@@ -218,14 +237,14 @@ def neighbourhood(
 
 
 def records(
-    db: Db, scope: Scope, ids: Sequence[str], flt: Filter | None, vec: list[float] | None
-) -> tuple[Records, dict[str, float]]:
+    scope: Scope, ids: Sequence[str], flt: Filter | None, vec: list[float] | None
+) -> Statements[tuple[Records, dict[str, float]]]:
     """The memories among ``ids`` in scope passing ``flt``, unbuilt, with their cosine to ``vec``."""
     sub = Subgraph()
     if ids:
         params: dict[str, Any] = {"ids": list(dict.fromkeys(ids)), "vec": vec}
         query = q.records(_memory_where(scope, flt, params), graph_record_proj(vec is not None))
-        add_records(sub, db.read("records", lambda tx: [rec["r"] for rec in tx.run(query, params)]))
+        add_records(sub, [rec["r"] for rec in (yield run(query, params))])
     return sub.records, sub.similarity
 
 
@@ -249,6 +268,15 @@ def search(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
     graph_query: GraphQuery, *, dims: int | None, exact_index: bool, big_until: dict[Scope, float],
 ) -> tuple[Candidates, Subgraph]:
+    """See :func:`search_steps`."""
+    return db.singles("search", search_steps(db.cfg, scope, flt, vector, text, k, graph_query, dims=dims,
+                                             exact_index=exact_index, big_until=big_until))
+
+
+def search_steps(
+    cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+    graph_query: GraphQuery, *, dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+) -> Statements[tuple[Candidates, Subgraph]]:
     """Candidates and neighbourhood in one Cypher query: one round trip.
 
     The neighbourhood clauses follow the candidates' and take their seeds from the hit lists, so
@@ -258,9 +286,9 @@ def search(
     The base class's two calls (candidates, then ``neighbourhood``) are the oracle this is
     tested against (``tests/test_search_parity.py``).
     """
-    plan = candidate_plan(db, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
     if plan is None:  # no signal to rank by: the linked entities alone
-        sub = neighbourhood(db, scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
+        sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
         return Candidates(round_trips=1), sub
     vec: list[float] | None = plan.params["vec"] if plan.vector else None
     n = int(graph_query.seed_memories)
@@ -271,15 +299,15 @@ def search(
         scope, graph_query, params, vector=plan.vector, text=plan.text, records_where=plan.cond,
         record_proj=graph_record_proj(plan.vector), carry=plan.columns,
     )
-    row = db.single("search", statement([*plan.parts, body], [*plan.columns, *q.SUBGRAPH_COLUMNS]), params)
-    cands = finish_candidates(db, plan, row, big_until)
+    row = yield run(statement([*plan.parts, body], [*plan.columns, *q.SUBGRAPH_COLUMNS]), params, "single")
+    cands = yield from finish_candidates(plan, row, big_until)
     assert row is not None  # finish_candidates raised otherwise
     first = {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
     if cands.round_trips > 1:  # a fallback changed the hit lists: were the seeds the same?
         firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                             fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
         if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-            sub = neighbourhood(db, scope, graph_query, seed_ids(cands, n), flt, vec)
+            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec)
             cands.round_trips += 1
             return cands, sub
     sub, recs = read_subgraph(row)

@@ -3,15 +3,20 @@ failures, and turning driver errors into graphmem's (naming the server and what 
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 from neo4j import (
     READ_ACCESS,
     WRITE_ACCESS,
+    AsyncDriver,
+    AsyncGraphDatabase,
+    AsyncManagedTransaction,
+    AsyncSession,
     Driver,
     GraphDatabase,
     ManagedTransaction,
@@ -23,6 +28,7 @@ from neo4j import exceptions as neo4j_errors
 
 from ...config import StoreConfig, display_uri
 from ...errors import ConfigError, ConflictError, GraphmemError, StoreError, StoreUnavailableError
+from .statements import Job, Statements, adrive, drive, run
 
 T = TypeVar("T")
 
@@ -151,27 +157,16 @@ class Db:
         return self.driver.session(database=self.cfg.database, default_access_mode=access_mode)
 
     def retrying(self, call: Callable[[], T]) -> T:
-        """Run ``call`` (one managed transaction) again after a transient failure: a deadlock, a
-        leader switch, a connection lost before commit.
-
-        Why not the driver's own retries (off: ``max_transaction_retry_time=0``): it waits about a
-        second before the first, and writers locking the same entities deadlock now and then, which
-        the server resolves at once by failing one of them. A pause of milliseconds, doubling,
-        jittered, within ``store.max_transaction_retry_s``, keeps such a write's cost small."""
-        deadline = time.monotonic() + self.cfg.max_transaction_retry_s
-        pause = 0.004
+        """Run ``call`` (one managed transaction) again after a transient failure (see :class:`Backoff`)."""
+        backoff = Backoff(self.cfg.max_transaction_retry_s)
         while True:
             try:
                 return call()
             except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
-                # a statement after a failed one reports ResultFailedError; the first failure decides
-                first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
-                transient = isinstance(first, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and \
-                    first.is_retryable()
-                if not transient or time.monotonic() + pause > deadline:
+                pause = backoff.after(exc)
+                if pause is None:
                     raise
-            time.sleep(random.uniform(pause / 2, pause))
-            pause = min(2 * pause, 0.5)
+            time.sleep(pause)
 
     def read(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self.errors(what, write=False), self.session() as session:
@@ -195,3 +190,148 @@ class Db:
     def write(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self.errors(what, write=True), self.session() as session, conflicts():
             return self.retrying(lambda: session.execute_write(work))
+
+    def read_steps(self, what: str, steps: Callable[[], Statements[T]]) -> T:
+        """:meth:`read` of statements (:mod:`.statements`); ``steps`` makes them afresh per try."""
+        return self.read(what, lambda tx: drive(tx, steps()))
+
+    def write_steps(self, what: str, steps: Callable[[], Statements[T]]) -> T:
+        return self.write(what, lambda tx: drive(tx, steps()))
+
+    def perform(self, job: Job[T]) -> T:
+        if job.how == "read":
+            return self.read_steps(job.what, job.steps)
+        if job.how == "write":
+            return self.write_steps(job.what, job.steps)
+        return self.singles(job.what, job.steps())
+
+    def singles(self, what: str, steps: Statements[T]) -> T:
+        """Statements each run alone as :meth:`single` (a search's round trips)."""
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(self.single(what, step.query, dict(step.params)))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+class Backoff:
+    """When to run a transaction again after a failure: a deadlock, a leader switch, a connection
+    lost before commit.
+
+    Why not the driver's own retries (off: ``max_transaction_retry_time=0``): it waits about a
+    second before the first, and writers locking the same entities deadlock now and then, which
+    the server resolves at once by failing one of them. A pause of milliseconds, doubling,
+    jittered, within ``store.max_transaction_retry_s``, keeps such a write's cost small."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.deadline = time.monotonic() + limit_s
+        self.pause = 0.004
+
+    def after(self, exc: Exception) -> float | None:
+        """The pause before the next try, or ``None`` when ``exc`` is final (not transient, or no time left)."""
+        # a statement after a failed one reports ResultFailedError; the first failure decides
+        first = exc.__cause__ if isinstance(exc, neo4j_errors.ResultFailedError) else exc
+        transient = isinstance(first, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and first.is_retryable()
+        if not transient or time.monotonic() + self.pause > self.deadline:
+            return None
+        pause = random.uniform(self.pause / 2, self.pause)
+        self.pause = min(2 * self.pause, 0.5)
+        return pause
+
+
+class AsyncDb:
+    """The same server on ``neo4j.AsyncGraphDatabase``, for ``AsyncMemory``: sessions and managed
+    transactions of the async driver, with :class:`Db`'s error mapping and retries.
+
+    A cancelled task stops the transaction it awaits: before the commit, the async driver drops the
+    connection and the server rolls the transaction back (nothing written); a commit the server
+    already made stays (whole)."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.cfg = db.cfg
+        self.driver: AsyncDriver | None = None
+
+    def _driver(self) -> AsyncDriver:
+        """The async driver, made on first use (its connections belong to the running event loop)."""
+        if self.driver is None:
+            password = self.cfg.password
+            auth = (self.cfg.user, password.get_secret_value()) if password is not None else None
+            self.driver = AsyncGraphDatabase.driver(
+                self.cfg.uri, auth=auth, connection_timeout=self.cfg.connect_timeout_s,
+                connection_acquisition_timeout=self.cfg.connect_timeout_s, max_transaction_retry_time=0,
+                user_agent="graphmem", notifications_min_severity=NotificationMinimumSeverity.OFF,
+            )
+        return self.driver
+
+    async def close(self) -> None:
+        if self.driver is not None:
+            driver, self.driver = self.driver, None
+            await driver.close()
+
+    def _session(self, access_mode: str = WRITE_ACCESS) -> AsyncSession:
+        if self.db.driver is None:
+            raise StoreError("the Neo4j store is not open; call open() first")
+        return self._driver().session(database=self.cfg.database, default_access_mode=access_mode)
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        backoff = Backoff(self.cfg.max_transaction_retry_s)
+        while True:
+            try:
+                return await call()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                pause = backoff.after(exc)
+                if pause is None:
+                    raise
+            await asyncio.sleep(pause)
+
+    async def read(self, what: str, steps: Callable[[], Statements[T]]) -> T:
+        async def work(tx: AsyncManagedTransaction) -> T:
+            return await adrive(tx, steps())
+
+        with self.db.errors(what, write=False):
+            async with self._session() as session:
+                return await self._retrying(lambda: session.execute_read(work))
+
+    async def write(self, what: str, steps: Callable[[], Statements[T]]) -> T:
+        async def work(tx: AsyncManagedTransaction) -> T:
+            return await adrive(tx, steps())
+
+        with self.db.errors(what, write=True), conflicts():
+            async with self._session() as session:
+                return await self._retrying(lambda: session.execute_write(work))
+
+    async def single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
+        """:meth:`Db.single` on the async driver: an auto-commit read, retried through a managed one."""
+        with self.db.errors(what, write=False):
+            try:
+                async with self._session(READ_ACCESS) as session:
+                    result = await session.run(query, params)
+                    return await result.single()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if not exc.is_retryable():
+                    raise
+            return await self.read(what, lambda: _one(query, params))
+
+    async def perform(self, job: Job[T]) -> T:
+        if job.how == "read":
+            return await self.read(job.what, job.steps)
+        if job.how == "write":
+            return await self.write(job.what, job.steps)
+        return await self.singles(job.what, job.steps())
+
+    async def singles(self, what: str, steps: Statements[T]) -> T:
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(await self.single(what, step.query, dict(step.params)))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        finally:
+            steps.close()
+
+
+def _one(query: str, params: dict[str, Any]) -> Statements[Record | None]:
+    row: Record | None = yield run(query, params, "single")
+    return row

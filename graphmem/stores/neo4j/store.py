@@ -16,6 +16,7 @@ from ...errors import StoreError
 from ...filters import Filter
 from ...models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
 from ..base import (
+    AsyncStore,
     Candidates,
     EntityQuery,
     FactQuery,
@@ -34,6 +35,7 @@ from ..base import (
 from . import analyst, dump, graph, reads, schema, search, writes
 from .records import directions, stored_vector
 from .session import Db
+from .statements import Job, Statements
 
 T = TypeVar("T")
 
@@ -94,11 +96,20 @@ class Neo4jStore(Store):
     def close(self) -> None:
         self._db.close()
 
+    def asynchronous(self) -> AsyncStore:
+        """Reads and the committing write on ``neo4j.AsyncGraphDatabase`` (see :mod:`.aio`)."""
+        from .aio import AsyncNeo4jStore
+
+        return AsyncNeo4jStore(self)
+
     # ---------------------------------------------------------------------------------- writes
 
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
         """Memories, events and the whole graph change in one write transaction."""
-        return writes.write(self._db, self._dims, scope, change)
+        return self._db.perform(self.job_write(scope, change))
+
+    def job_write(self, scope: Scope, change: GraphWrite) -> Job[WriteResult]:
+        return Job("write", "write", writes.write_steps(self._db.cfg.write_batch_size, self._dims, scope, change))
 
     def update(
         self, memory_id: str, scope: Scope, patch: MemoryPatch, relink: GraphWrite | None = None
@@ -124,23 +135,35 @@ class Neo4jStore(Store):
 
     # ---------------------------------------------------------------------------------- reads
 
+    # Each method AsyncMemory awaits natively has its work as a Job (``job_<method>``), which this
+    # store performs on the sync driver and :class:`.aio.AsyncNeo4jStore` on the async one.
+
     def find_hashes(self, scope: Scope, hashes: Sequence[str]) -> dict[str, str]:
-        return reads.find_hashes(self._db, scope, hashes)
+        return self._db.read_steps("find_hashes", lambda: reads.find_hashes(scope, hashes))
 
     def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
-        return reads.get(self._db, memory_id, scope)
+        return self._db.perform(self.job_get(memory_id, scope))
+
+    def job_get(self, memory_id: str, scope: Scope) -> Job[MemoryRecord | None]:
+        return Job("read", "get", lambda: reads.get(memory_id, scope))
 
     def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
-        return reads.ids_with_prefix(self._db, scope, prefix, limit)
+        return self._db.read_steps("ids_with_prefix", lambda: reads.ids_with_prefix(scope, prefix, limit))
 
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
-        return reads.list_memories(self._db, scope, flt, limit)
+        return self._db.perform(self.job_list_memories(scope, flt, limit))
+
+    def job_list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> Job[list[MemoryRecord]]:
+        return Job("read", "list_memories", lambda: reads.list_memories(scope, flt, limit))
 
     def history(self, memory_id: str, scope: Scope) -> list[HistoryEvent]:
-        return reads.history(self._db, memory_id, scope)
+        return self._db.perform(self.job_history(memory_id, scope))
+
+    def job_history(self, memory_id: str, scope: Scope) -> Job[list[HistoryEvent]]:
+        return Job("read", "history", lambda: reads.history(memory_id, scope))
 
     def count(self, scope: Scope | None = None) -> int:
-        return reads.count(self._db, scope)
+        return self._db.read_steps("count", lambda: reads.count(scope))
 
     # ---------------------------------------------------------------------------------- graph reads
 
@@ -148,63 +171,86 @@ class Neo4jStore(Store):
         rows, keep, n = directions(vectors, self._dims, "entity query vector")
         out: list[tuple[Entity, float] | None] = [None] * n
         if rows:
-            found = self._db.read("similar_entities", lambda tx: graph.similar_entities(tx, scope, rows))
+            found = self._db.read_steps("similar_entities", lambda: graph.similar_entities(scope, rows))
             for i, hit in zip(keep, found, strict=True):
                 out[i] = hit
         return out
 
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
+        return self._db.perform(self.job_find_entities(scope, keys, exact=exact))
+
+    def job_find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> Job[dict[str, Entity]]:
         if not keys:
-            return {}
-        return self._db.read("find_entities", lambda tx: graph.find_entities(tx, scope, keys, exact=exact))
+            return Job.done({})
+        return Job("read", "find_entities", lambda: graph.find_entities(scope, keys, exact=exact))
 
     def graph_context(self, scope: Scope, entity_ids: Sequence[str]) -> GraphContext:
         if not entity_ids:
             return GraphContext()
-        return self._db.read("graph_context", lambda tx: graph.graph_context(tx, scope, entity_ids))
+        return self._db.read_steps("graph_context", lambda: graph.graph_context(scope, entity_ids))
 
     def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:
-        return self._db.read("list_entities", lambda tx: graph.list_entities(tx, scope, query))
+        return self._db.perform(self.job_list_entities(scope, query))
+
+    def job_list_entities(self, scope: Scope, query: EntityQuery) -> Job[list[Entity]]:
+        return Job("read", "list_entities", lambda: graph.list_entities(scope, query))
 
     def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
-        return self._db.read("list_facts", lambda tx: graph.list_facts(tx, scope, query))
+        return self._db.perform(self.job_list_facts(scope, query))
+
+    def job_list_facts(self, scope: Scope, query: FactQuery) -> Job[list[Relation]]:
+        return Job("read", "list_facts", lambda: graph.list_facts(scope, query))
 
     # the primitive reads of the walk (stores/walk.py): the Neo4j search does the walk in one
     # statement instead, and the parity test holds the two equal
 
     def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]:
-        return self._db.read("entities", lambda tx: graph.entities(tx, scope, ids)) if ids else {}
+        return self._db.perform(self.job_entities(scope, ids))
+
+    def job_entities(self, scope: Scope, ids: Sequence[str]) -> Job[dict[str, Entity]]:
+        return Job("read", "entities", lambda: graph.entities(scope, ids)) if ids else Job.done({})
 
     def entity_memories(
         self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
     ) -> dict[str, tuple[int, list[str]]]:
+        return self._db.perform(self.job_entity_memories(scope, ids, limit, hub_degree))
+
+    def job_entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> Job[dict[str, tuple[int, list[str]]]]:
         if not ids:
-            return {}
-        return self._db.read("entity_memories", lambda tx: graph.entity_memories(tx, scope, ids, limit, hub_degree))
+            return Job.done({})
+        return Job("read", "entity_memories", lambda: graph.entity_memories(scope, ids, limit, hub_degree))
 
     def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         if not memory_ids:
             return []
-        return self._db.read("memory_entities", lambda tx: graph.memory_entities(tx, scope, memory_ids))
+        return self._db.read_steps("memory_entities", lambda: graph.memory_entities(scope, memory_ids))
 
     def facts(
         self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
     ) -> list[Relation]:
         if not entity_ids:
             return []
-        return self._db.read("facts", lambda tx: graph.facts(tx, scope, entity_ids, as_of=as_of, limit=limit,
+        return self._db.read_steps("facts", lambda: graph.facts(scope, entity_ids, as_of=as_of, limit=limit,
                                                              support=support))
 
     def records(
         self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
     ) -> tuple[Records, dict[str, float]]:
-        return search.records(self._db, scope, ids, flt, search.query_vector(vector, self._dims))
+        return self._db.perform(self.job_records(scope, ids, flt, vector))
+
+    def job_records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> Job[tuple[Records, dict[str, float]]]:
+        vec = search.query_vector(vector, self._dims)
+        return Job("read", "records", lambda: search.records(scope, ids, flt, vec))
 
     def graph_scopes(self) -> list[Scope]:
-        return self._db.read("graph_scopes", graph.graph_scopes)
+        return self._db.read_steps("graph_scopes", graph.graph_scopes)
 
     def quarantined(self, scope: Scope, status: str | None = "quarantined") -> list[QuarantineEntry]:
-        return self._db.read("quarantined", lambda tx: graph.quarantined(tx, scope, status))
+        return self._db.read_steps("quarantined", lambda: graph.quarantined(scope, status))
 
     # ---------------------------------------------------------------------------------- search
 
@@ -212,8 +258,14 @@ class Neo4jStore(Store):
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
     ) -> Candidates:
         """Vector and full-text hits in scope (see :func:`.search.candidates`)."""
-        return search.candidates(self._db, scope, flt, vector, text, k, dims=self._dims,
-                                 exact_index=self._exact_index, big_until=self._big_until)
+        return self._db.perform(self.job_candidates(scope, flt, vector, text, k))
+
+    def job_candidates(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
+    ) -> Job[Candidates]:
+        return Job("alone", "search", lambda: search.candidates_steps(
+            self._db.cfg, scope, flt, vector, text, k, dims=self._dims, exact_index=self._exact_index,
+            big_until=self._big_until))
 
     def neighbourhood(
         self, scope: Scope, query: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
@@ -228,10 +280,22 @@ class Neo4jStore(Store):
         graph_query: GraphQuery | None,
     ) -> tuple[Candidates, Subgraph]:
         """Candidates and neighbourhood in one Cypher query (see :func:`.search.search`)."""
-        if graph_query is None:
-            return self.candidates(scope, flt, vector, text, k), Subgraph()
-        return search.search(self._db, scope, flt, vector, text, k, graph_query, dims=self._dims,
-                             exact_index=self._exact_index, big_until=self._big_until)
+        return self._db.perform(self.job_search(scope, flt, vector, text, k, graph_query))
+
+    def job_search(
+        self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
+        graph_query: GraphQuery | None,
+    ) -> Job[tuple[Candidates, Subgraph]]:
+        def alone() -> Statements[tuple[Candidates, Subgraph]]:
+            if graph_query is None:
+                cands = yield from search.candidates_steps(self._db.cfg, scope, flt, vector, text, k, dims=self._dims,
+                                                           exact_index=self._exact_index, big_until=self._big_until)
+                return cands, Subgraph()
+            return (yield from search.search_steps(self._db.cfg, scope, flt, vector, text, k, graph_query,
+                                                   dims=self._dims, exact_index=self._exact_index,
+                                                   big_until=self._big_until))
+
+        return Job("alone", "search", alone)
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """Best memory in scope per query vector (see :func:`.search.nearest`)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -48,6 +48,7 @@ from .records import (
     utc,
 )
 from .session import Db, conflicts
+from .statements import Statements, drive, run
 
 _RESET_BATCH: Final = 10_000
 _ATOMIC_DELETE_MAX: Final = 20_000
@@ -60,36 +61,38 @@ _DELETE_CHUNK: Final = 10_000
 
 
 def _insert_rows(
-    tx: ManagedTransaction, memory_rows: Sequence[dict[str, Any]], event_rows: Sequence[dict[str, Any]], batch: int
-) -> None:
+    memory_rows: Sequence[dict[str, Any]], event_rows: Sequence[dict[str, Any]], batch: int
+) -> Statements[None]:
     for chunk in chunks(memory_rows, batch):
-        run_merge_new(tx, memory_q.INSERT_MEMORIES, chunk, "memory")
+        yield from run_merge_new(memory_q.INSERT_MEMORIES, chunk, "memory")
     # ``seq`` (write order) breaks ties of ``created_at``: one write's ADD and SUPERSEDE events
     # share a time, and history lists them in the order they were written.
     seq = time.time_ns()
     rows = [{**row, "seq": seq + pos} for pos, row in enumerate(event_rows)]
     for chunk in chunks(rows, batch):
-        tx.run(memory_q.INSERT_HISTORY, rows=chunk).consume()
+        yield run(memory_q.INSERT_HISTORY, rows=chunk, fetch="consume")
 
 
-def write(db: Db, dims: int | None, scope: Scope, change: GraphWrite) -> WriteResult:
-    """Memories, events and the whole graph change in one write transaction."""
+def write_steps(
+    batch: int, dims: int | None, scope: Scope, change: GraphWrite
+) -> Callable[[], Statements[WriteResult]]:
+    """The write's statements, made afresh for each try of its transaction (rows are checked and
+    built once, before the first: a bad name or vector writes nothing)."""
     memory_rows = [memory_row(m, dims) for m in change.memories]
     event_rows = [history_props(e) for e in change.events]
     for rel in change.relations:
         rel_type(rel.relation)
-    batch = db.cfg.write_batch_size
 
-    def work(tx: ManagedTransaction) -> WriteResult:
-        check(tx, scope, change.expect)
+    def work() -> Statements[WriteResult]:
+        yield from check(scope, change.expect)
         with conflicts():
-            _insert_rows(tx, memory_rows, event_rows, batch)
-            return write_graph(tx, scope, change, batch=batch, dims=dims)
+            yield from _insert_rows(memory_rows, event_rows, batch)
+            return (yield from write_graph(scope, change, batch=batch, dims=dims))
 
-    return db.write("write", work)
+    return work
 
 
-def check(tx: ManagedTransaction, scope: Scope, expect: Expectations) -> None:
+def check(scope: Scope, expect: Expectations) -> Statements[None]:
     """Lock what the plan read (in id order), then compare it with what is stored now.
 
     Why the lock: Neo4j reads committed data without holding it, so a check alone could pass
@@ -99,14 +102,14 @@ def check(tx: ManagedTransaction, scope: Scope, expect: Expectations) -> None:
     if expect.memories:
         params: dict[str, Any] = {"ids": sorted(expect.memories)}
         query = memory_q.lock_memories(scope_where(scope, "m", params))
-        found = {r["id"]: r["hash"] for r in tx.run(query, params)}
+        found = {r["id"]: r["hash"] for r in (yield run(query, params))}
         gone = stale_memories(expect, found)
         if gone:
             raise ConflictError(f"memory {gone[0]} changed or was deleted by a concurrent write")
     if expect.entities:
         ids = sorted(expect.entities)
-        tx.run(graph_q.LOCK_ENTITIES, ids=ids).consume()
-        stale = stale_entities(expect, graph.graph_context(tx, scope, ids))
+        yield run(graph_q.LOCK_ENTITIES, ids=ids, fetch="consume")
+        stale = stale_entities(expect, (yield from graph.graph_context(scope, ids)))
         if stale:
             raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
@@ -132,7 +135,7 @@ def update(
             return None
         old = to_record(row["rec"])
         if relink is not None:
-            check(tx, scope, relink.expect)
+            drive(tx, check(scope, relink.expect))
         new_identity = None
         if patch.hash is not None and patch.hash != old.hash:
             new_identity = identity(old.user_id, old.agent_id, old.run_id, patch.hash)
@@ -183,8 +186,8 @@ def update(
                 mentioned = tx.run(memory_q.UNLINK_MEMORY, id=memory_id).single()
                 left = forget_memories(tx, scope, [memory_id], mentioned["entities"] if mentioned else [],
                                        batch, drop_orphans=False)
-                _insert_rows(tx, *relink_rows, batch)
-                write_graph(tx, scope, relink, batch=batch, dims=dims)
+                drive(tx, _insert_rows(*relink_rows, batch))
+                drive(tx, write_graph(scope, relink, batch=batch, dims=dims))
                 drop_orphans_of(tx, left, batch)
         return new
 
@@ -284,12 +287,12 @@ def reset(db: Db) -> None:
 # The knowledge graph
 
 
-def run_merge_new(tx: ManagedTransaction, query: str, rows: Sequence[dict[str, Any]], what: str) -> None:
+def run_merge_new(query: str, rows: Sequence[dict[str, Any]], what: str) -> Statements[None]:
     """Run a ``merge_new`` query; a lost identity is a :class:`ConflictError` (the caller plans again)."""
     identities = [r["props"]["identity"] for r in rows]
     if len(set(identities)) != len(identities) or len({r["props"]["id"] for r in rows}) != len(rows):
         raise StoreError(f"one write holds two {what} rows with the same id or identity; nothing was written")
-    row = tx.run(query, rows=list(rows)).single()
+    row = (yield run(query, rows=list(rows), fetch="single"))
     if row is not None and row["lost"]:
         raise ConflictError(f"a concurrent write stored {what} {row['lost'][0]} first (same scope and "
                             f"{'name' if what == 'entity' else 'text'})")
@@ -310,10 +313,8 @@ class _Merge:
     mids: list[str] = field(default_factory=list)
 
 
-def write_graph(
-    tx: ManagedTransaction, scope: Scope, change: GraphWrite, *, batch: int, dims: int | None
-) -> WriteResult:
-    """Apply the graph part of ``change`` (the caller has written its memories and events in ``tx``).
+def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | None) -> Statements[WriteResult]:
+    """Apply the graph part of ``change`` (the caller has written its memories and events in its transaction).
 
     Order: entities, entity updates, facts (twin merge), mentions, closes, quarantine, releases.
     Every name check happens before the first statement, so a bad name writes nothing.
@@ -337,7 +338,7 @@ def write_graph(
     for labels, rows in groups.items():
         query = merge_new("Entity", labels)
         for chunk in chunks(rows, batch):
-            run_merge_new(tx, query, chunk, "entity")
+            yield from run_merge_new(query, chunk, "entity")
 
     # Entity updates: classes and aliases replaced, labels of new classes added.
     if change.entity_updates:
@@ -346,7 +347,7 @@ def write_graph(
             for e in change.entity_updates
         ]
         for chunk in chunks(rows, batch):
-            found = tx.run(graph_q.UPDATE_ENTITIES, rows=chunk).single()
+            found = (yield run(graph_q.UPDATE_ENTITIES, rows=chunk, fetch="single"))
             if found is None or found["n"] != len(chunk):
                 raise StoreError("an entity update names an entity that does not exist; nothing was written")
         by_labels: dict[tuple[str, ...], list[str]] = {}
@@ -357,9 +358,9 @@ def write_graph(
         for labels, ids in by_labels.items():
             query = graph_q.add_labels(labels)
             for part in chunks(ids, batch):
-                tx.run(query, ids=part).consume()
+                yield run(query, ids=part, fetch="consume")
 
-    result = _write_facts(tx, change, types, seq + len(change.entities), batch)
+    result = yield from _write_facts(change, types, seq + len(change.entities), batch)
 
     # Mentions: the given ones, plus supporting memory -> subject for every fact written or merged.
     pairs = unique([*change.mentions, *((m, rel.source_id) for rel in change.relations for m in rel.memory_ids)])
@@ -367,12 +368,12 @@ def write_graph(
         params: dict[str, Any] = {}
         query = graph_q.mentions(scope_where(scope, "m", params))
         for chunk in chunks([{"m": m, "e": e} for m, e in pairs], batch):
-            linked = tx.run(query, params, rows=chunk).single()
+            linked = (yield run(query, params, rows=chunk, fetch="single"))
             if linked is not None and linked["missing"]:
                 raise StoreError(f"mentions name unknown entities {linked['missing'][:5]}; nothing was written")
 
     if change.closes:
-        _close(tx, scope, change, batch)
+        yield from _close(scope, change, batch)
 
     if change.quarantine:
         rows = [
@@ -386,22 +387,20 @@ def write_graph(
             for pos, q in enumerate(change.quarantine)
         ]
         for chunk in chunks(rows, batch):
-            tx.run(graph_q.CREATE_QUARANTINE, rows=chunk).consume()
+            yield run(graph_q.CREATE_QUARANTINE, rows=chunk, fetch="consume")
 
     if change.released:
         at = max((to_utc(e.created_at) for e in change.events), default=None) or utcnow()
         params = {"at": at}
         query = graph_q.release(scope_where(scope, "q", params))
         for part in chunks(unique(change.released), batch):
-            done = tx.run(query, params, ids=part).single()
+            done = (yield run(query, params, ids=part, fetch="single"))
             if done is None or done["n"] != len(part):
                 raise ConflictError("a quarantine entry was released by a concurrent recheck")
     return result
 
 
-def _write_facts(
-    tx: ManagedTransaction, change: GraphWrite, types: dict[str, str], seq: int, batch: int
-) -> WriteResult:
+def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int) -> Statements[WriteResult]:
     """Create facts, or add provenance to an open twin (same subject, relation and object).
 
     Twins stored before this write are found after locking the subjects; twins within the write
@@ -410,7 +409,7 @@ def _write_facts(
     result = WriteResult()
     if not change.relations:
         return result
-    tx.run(graph_q.LOCK_ENTITIES, ids=sorted({rel.source_id for rel in change.relations})).consume()
+    yield run(graph_q.LOCK_ENTITIES, ids=sorted({rel.source_id for rel in change.relations}), fetch="consume")
     lookup: dict[str, list[dict[str, Any]]] = {}
     for i, rel in enumerate(change.relations):
         lookup.setdefault(types[rel.relation], []).append(
@@ -421,7 +420,7 @@ def _write_facts(
     for rtype, rows in lookup.items():
         query = graph_q.find_twins(rtype)
         for chunk in chunks(rows, batch):
-            for rec in tx.run(query, rows=chunk):
+            for rec in (yield run(query, rows=chunk)):
                 stored.setdefault(rec["i"], rec["id"])
 
     open_now: dict[tuple[str, str, str | None, str | None, str | None], _NewFact | _Merge] = {}
@@ -462,7 +461,7 @@ def _write_facts(
     for (rtype, literal), rows in creates.items():
         query = graph_q.create_facts(rtype, literal)
         for chunk in chunks(rows, batch):
-            done = tx.run(query, rows=chunk).single()
+            done = (yield run(query, rows=chunk, fetch="single"))
             if done is None or done["n"] != len(chunk):
                 raise StoreError("a fact names an entity that does not exist; nothing was written")
 
@@ -472,11 +471,11 @@ def _write_facts(
     for rtype, rows in by_type.items():
         query = graph_q.merge_facts(rtype)
         for chunk in chunks(rows, batch):
-            tx.run(query, rows=chunk).consume()
+            yield run(query, rows=chunk, fetch="consume")
     return result
 
 
-def _close(tx: ManagedTransaction, scope: Scope, change: GraphWrite, batch: int) -> None:
+def _close(scope: Scope, change: GraphWrite, batch: int) -> Statements[None]:
     """Set ``valid_to`` on still-open facts in scope (the first close of an id wins; unknown ids: no-op)."""
     at: dict[str, datetime] = {}
     for rid, when in change.closes:
@@ -488,13 +487,13 @@ def _close(tx: ManagedTransaction, scope: Scope, change: GraphWrite, batch: int)
         if sources:
             query = graph_q.close_from(scope_where(scope, "x", params))
             for chunk in chunks(sources, batch):
-                left.difference_update(r["id"] for r in tx.run(query, params, sources=chunk))
+                left.difference_update(r["id"] for r in (yield run(query, params, sources=chunk)))
     if left:
         for part in chunks(sorted(left), batch):
             params = {"ids": part, "at": {k: at[k] for k in part}}
             query = graph_q.close_in_scope(hint(scope, "s", "Entity"), scope_where(scope, "s", params),
                                            scope_where(scope, "x", params))
-            tx.run(query, params).consume()
+            yield run(query, params, fetch="consume")
 
 
 def forget_memories(
