@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import signal
 import socket
 import string
 import threading
@@ -26,6 +27,7 @@ import webbrowser
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from fastapi import FastAPI, Request
@@ -207,7 +209,23 @@ def serve(memory: Memory, scope: ScopeArgs, *, port: int = 0, open_browser: bool
                 webbrowser.open(url)
 
         threading.Thread(target=open_when_started, name="graphmem-view-open", daemon=True).start()
+    # uvicorn stops gracefully on SIGINT/SIGTERM, then raises the signal again for the handler it found:
+    # here that ends this call, so the caller still closes its store (SIGTERM's default would not)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stopped) if main else None
     try:
         server.run(sockets=[sock])
+    except (_Stopped, KeyboardInterrupt):
+        pass
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
+
+
+class _Stopped(Exception):
+    """SIGTERM arrived (after uvicorn's graceful stop)."""
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped

@@ -181,8 +181,10 @@
     const scope = Object.entries(data.scope).map(([k, v]) => `${k}=${v}`).join(" ");
     $("scope").textContent = scope;
     const literals = data.facts.filter((f) => !f.target).length;
-    const parts = [`${data.entities.length} entities`, `${data.facts.length - literals} facts (${closed} closed)`];
-    if (literals) parts.push(`${literals} values`);
+    const n = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+    const parts = [n(data.entities.length, "entity", "entities"),
+      `${n(data.facts.length - literals, "fact", "facts")} (${closed} closed)`];
+    if (literals) parts.push(n(literals, "value", "values"));
     parts.push(`${data.quarantine.length} quarantined`);
     $("counts").textContent = parts.join(" · ");
     const notes = [];
