@@ -35,7 +35,7 @@ import yaml
 from graphmem import Memory
 from graphmem.errors import ScopeError
 from graphmem.servers import view
-from graphmem.servers.auth import ScopeArgs, new_key
+from graphmem.servers.auth import new_key
 from graphmem.servers.rest import create_app, running
 from tests.conftest import IN_CI, make_config
 
@@ -49,10 +49,6 @@ STATIC = ROOT / "graphmem" / "servers" / "static"
 # the known scope: what the page must draw
 NODES, EDGES, CLOSED, QUARANTINED = 5, 4, 1, 1
 BORN_IN = "gm:bornIn takes one gm:Place"  # the start of the shape's sh:message
-
-
-def scope_of(user_id: str) -> ScopeArgs:
-    return ScopeArgs(user_id=user_id, agent_id=None, run_id=None)
 
 
 def build_known_scope(m: Memory, user: str, other: str) -> None:
@@ -97,7 +93,7 @@ def test_scope_graph_is_the_public_api_of_one_scope(backend: str, tmp_path: Path
     user, other = f"wei-{uuid.uuid4().hex[:8]}", f"mallory-{uuid.uuid4().hex[:8]}"
     with Memory(make_config(backend, tmp_path, llm={"provider": "none"})) as m:
         build_known_scope(m, user, other)
-        got = view.scope_graph(m, scope_of(user))
+        got = view.scope_graph(m, user_id=user)
         assert got["scope"] == {"user_id": user}
         assert sorted(e["name"] for e in got["entities"]) == ["Acme", "Ana", "Beijing", "Shanghai", "Wei"]
         edges = [f for f in got["facts"] if f["target"] is not None]
@@ -109,17 +105,17 @@ def test_scope_graph_is_the_public_api_of_one_scope(backend: str, tmp_path: Path
         assert got["facts"] == m.facts(include_closed=True, user_id=user)["results"]
         assert got["quarantine"] == m.rejected(user_id=user)
         # capped: the oldest entities, and the answer says more exist
-        capped = view.scope_graph(m, scope_of(user), max_entities=2, max_facts=5)
+        capped = view.scope_graph(m, user_id=user, max_entities=2, max_facts=5)
         assert [e["id"] for e in capped["entities"]] == [e["id"] for e in got["entities"][:2]]
         assert capped["truncated"] == {"entities": True, "facts": False} and len(capped["facts"]) == 5
-        exact = view.scope_graph(m, scope_of(user), max_entities=NODES, max_facts=EDGES + 1)
+        exact = view.scope_graph(m, user_id=user, max_entities=NODES, max_facts=EDGES + 1)
         assert exact["truncated"] == {"entities": False, "facts": False}
         with pytest.raises(ScopeError):
-            view.scope_graph(m, ScopeArgs(user_id=None, agent_id=None, run_id=None))
+            view.scope_graph(m)
 
 
 def test_local_app_answers_loopback_hosts_only(known: Known) -> None:
-    with running(view.local_app(known.memory, scope_of(known.user))) as url:
+    with running(view.local_app(known.memory, user_id=known.user)) as url:
         page = httpx.get(f"{url}/")
         assert page.status_code == 200 and 'data-auth="none"' in page.text
         assert "script-src 'self';" in page.headers["content-security-policy"]
@@ -136,7 +132,7 @@ def test_local_app_answers_loopback_hosts_only(known: Known) -> None:
         mallorys = known.memory.get_all(user_id=known.other)["results"][0]["id"]
         assert httpx.get(f"{url}/memories/{mallorys}").status_code == 404  # another tenant's id: missing
     with pytest.raises(ScopeError):
-        view.local_app(known.memory, ScopeArgs(user_id=None, agent_id=None, run_id=None))
+        view.local_app(known.memory)
 
 
 def test_vendored_cytoscape_is_the_recorded_release() -> None:
@@ -237,7 +233,7 @@ def tab(browser: Any) -> Iterator[Page]:
 
 
 def test_view_draws_the_scope_and_shows_facts_provenance_and_quarantine(known: Known, tab: Page) -> None:
-    with running(view.local_app(known.memory, scope_of(known.user))) as url:
+    with running(view.local_app(known.memory, user_id=known.user)) as url:
         state = tab.open(f"{url}/")
         assert state["ready"] and state["error"] is None
         assert tab.counts() == {"nodes": NODES, "edges": EDGES, "closed": CLOSED, "notDrawn": 0,
@@ -307,7 +303,7 @@ def test_names_are_shown_as_text_never_markup(tab: Page, tmp_path: Path) -> None
         evil = '<img src=x onerror="window.pwned=1">'
         m.add("x", user_id="eve", infer=False, triples=[
             {"source": evil, "relation": "knows", "target": "Bob", "source_type": "Person", "target_type": "Person"}])
-        with running(view.local_app(m, scope_of("eve"))) as url:
+        with running(view.local_app(m, user_id="eve")) as url:
             tab.open(f"{url}/")
             tab.click_node(evil)
             assert tab.tab.inner_text("#panel h2") == evil

@@ -275,7 +275,7 @@ def view_asset(name: str) -> Response:
             summary="The graph view's data: entities, facts (closed ones too) and the quarantine of the scope")
 def view_graph(who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None,
                run_id: RunQ = None) -> dict[str, Any]:
-    return view.scope_graph(m, who.scope(user_id, agent_id, run_id))
+    return view.scope_graph(m, **who.scope(user_id, agent_id, run_id))
 
 
 # -- administration -------------------------------------------------------------------------------

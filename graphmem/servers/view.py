@@ -97,9 +97,11 @@ class ViewGraph(_Out):
     limits: ViewLimits
 
 
-def scope_graph(memory: Memory, scope: ScopeArgs, *, max_entities: int = MAX_ENTITIES,
+def scope_graph(memory: Memory, *, user_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None, max_entities: int = MAX_ENTITIES,
                 max_facts: int = MAX_FACTS) -> dict[str, Any]:
     """The page's data, read page by page through the public API (so the scope rules are the API's)."""
+    scope = ScopeArgs(user_id=user_id, agent_id=agent_id, run_id=run_id)
     page_size = memory.config.limits.max_list_limit
 
     def read(fetch: Callable[[int, str | None], dict[str, Any]], cap: int) -> tuple[list[dict[str, Any]], bool]:
@@ -151,9 +153,10 @@ def asset_response(name: str) -> Response:
 
 
 # -- graphmem view: one scope on 127.0.0.1 ------------------------------------------------------------
-def local_app(memory: Memory, scope: ScopeArgs) -> FastAPI:
-    """The view of ``scope`` without keys, for a loopback address only (``graphmem view``)."""
-    checked = Scope.of(**scope)  # a missing or malformed scope fails before anything is served
+def local_app(memory: Memory, *, user_id: str | None = None, agent_id: str | None = None,
+              run_id: str | None = None) -> FastAPI:
+    """The view of one scope without keys, for a loopback address only (``graphmem view``)."""
+    checked = Scope.of(user_id, agent_id, run_id)  # a missing or malformed scope fails before anything is served
     fixed = ScopeArgs(user_id=checked.user_id, agent_id=checked.agent_id, run_id=checked.run_id)
     app = FastAPI(title="graphmem view", openapi_url=None, docs_url=None, redoc_url=None)
 
@@ -167,7 +170,7 @@ def local_app(memory: Memory, scope: ScopeArgs) -> FastAPI:
 
     @app.get("/graph", response_model=ViewGraph)
     def graph() -> dict[str, Any]:
-        return scope_graph(memory, fixed)
+        return scope_graph(memory, **fixed)
 
     @app.get("/memories/{memory_id}")
     def get_memory(memory_id: str) -> dict[str, Any]:
@@ -187,7 +190,7 @@ def serve(memory: Memory, scope: ScopeArgs, *, port: int = 0, open_browser: bool
     gets the URL once the port is bound (``port=0``: a free one)."""
     import uvicorn
 
-    app = local_app(memory, scope)
+    app = local_app(memory, **scope)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind(("127.0.0.1", port))
