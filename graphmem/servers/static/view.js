@@ -30,6 +30,7 @@
     }
     return node;
   }
+  const plural = (count, one, many) => `${count} ${count === 1 ? one : many}`;
   const day = (iso) => (iso ? iso.slice(0, 10) : "");
   // gm:livesIn -> livesIn; http://www.w3.org/ns/shacl#ClassConstraintComponent -> ClassConstraintComponent
   const localName = (name) => {
@@ -140,13 +141,14 @@
     { selector: "node", style: {
       "background-color": "data(colour)", label: "data(label)", width: "data(size)", height: "data(size)",
       "font-size": 11, color: "#1f2430", "text-valign": "bottom", "text-margin-y": 4,
-      "text-outline-color": "#ffffff", "text-outline-width": 2, "border-width": 1, "border-color": "#ffffff" } },
+      "text-outline-color": "#ffffff", "text-outline-width": 2, "border-width": 1, "border-color": "#ffffff",
+      "min-zoomed-font-size": 7 } },
     { selector: "node:selected", style: { "border-width": 4, "border-color": "#1f2430" } },
     { selector: "edge", style: {
       width: 1.6, "line-color": "#8a94a6", "target-arrow-color": "#8a94a6", "target-arrow-shape": "triangle",
       "curve-style": "bezier", label: "data(label)", "font-size": 9, color: "#4a5262",
       "text-rotation": "autorotate", "text-background-color": "#ffffff", "text-background-opacity": 0.85,
-      "text-background-padding": 1 } },
+      "text-background-padding": 1, "min-zoomed-font-size": 7 } },
     { selector: "edge.closed", style: { "line-style": "dashed", opacity: 0.35 } },
     { selector: "edge:selected", style: { "line-color": "#1f2430", "target-arrow-color": "#1f2430", width: 3 } },
     { selector: ".faded", style: { opacity: 0.12 } },
@@ -154,13 +156,17 @@
 
   function draw() {
     const { nodes, edges, notDrawn } = elements();
-    const layout = nodes.length <= 500
+    // a force-directed layout while it stays quick (its cost grows with the square of the nodes);
+    // past that, rings by degree: hubs in the middle
+    const layout = nodes.length <= 250
       ? { name: "cose", animate: false, randomize: true, padding: 40, nodeRepulsion: () => 400000,
-        idealEdgeLength: () => 110, edgeElasticity: () => 100, gravity: 60, numIter: 1000, componentSpacing: 120 }
-      : { name: "grid", padding: 20 };
+        idealEdgeLength: () => 110, edgeElasticity: () => 100, gravity: 60, componentSpacing: 120,
+        numIter: nodes.length <= 60 ? 1000 : 300 }
+      : { name: "concentric", animate: false, padding: 20, minNodeSpacing: 8,
+        concentric: (node) => node.degree(), levelWidth: () => 4 };
     cy = cytoscape({
       container: $("graph"), elements: [...nodes, ...edges], style: STYLE, layout,
-      minZoom: 0.1, maxZoom: 4, selectionType: "single",
+      minZoom: 0.1, maxZoom: 4, selectionType: "single", hideEdgesOnViewport: nodes.length > 250,
     });
     if (cy.zoom() > 1.25) { // a handful of nodes: readable, not blown up to the whole canvas
       cy.zoom(1.25);
@@ -181,7 +187,7 @@
     const scope = Object.entries(data.scope).map(([k, v]) => `${k}=${v}`).join(" ");
     $("scope").textContent = scope;
     const literals = data.facts.filter((f) => !f.target).length;
-    const n = (count, one, many) => `${count} ${count === 1 ? one : many}`;
+    const n = plural;
     const parts = [n(data.entities.length, "entity", "entities"),
       `${n(data.facts.length - literals, "fact", "facts")} (${closed} closed)`];
     if (literals) parts.push(n(literals, "value", "values"));
@@ -239,7 +245,7 @@
     for (const f of facts) list.append(factItem(f, id));
     const parts = [el("h2", { class: "entity-name" }, entity.name), chips];
     if (entity.aliases.length) parts.push(el("p", { class: "aliases" }, "also: " + entity.aliases.join(", ")));
-    parts.push(el("p", { class: "mentions" }, `${entity.mentions} memories mention it · id ${entity.id.slice(0, 8)}`),
+    parts.push(el("p", { class: "mentions" }, `${plural(entity.mentions, "memory mentions", "memories mention")} it · id ${entity.id.slice(0, 8)}`),
       el("h3", null, `Facts (${facts.length})`), list);
     panel.replaceChildren(...parts);
     loadMemories(panel);
@@ -314,7 +320,7 @@
       list.append(el("li", { class: "q-entry", "data-quarantine-id": q.id },
         el("div", { class: "statement" }, typed(t.source, t.source_type), el("span", { class: "relation" },
           ` ${t.relation} `), typed(String(t.target ?? t.value ?? ""), t.target_type)),
-        el("div", { class: "valid" }, `quarantined ${day(q.created_at)} · ${q.memory_ids.length} memories`),
+        el("div", { class: "valid" }, `quarantined ${day(q.created_at)} · ${plural(q.memory_ids.length, "memory", "memories")}`),
         reasons));
     }
   }
