@@ -18,7 +18,7 @@ venv: $(STAMP)
 demo: venv  ## add a short conversation and search it: embedded store, offline, no server
 	$(BIN)/graphmem demo
 
-test: venv lint shacl-tests  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
+test: venv lint shacl-tests chromium  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
 	bash tools/run-tests.sh $(ARGS)
 
 lint: venv
@@ -84,6 +84,17 @@ bench-neo4j-start:  ## keep the search benchmark's Neo4j warm between bench-sear
 
 bench-neo4j-stop:
 	$(BENCH_NEO4J) $(NEO4J) stop
+
+# -- the graph view (graphmem view) ------------------------------------------------------------------
+.PHONY: chromium vendor-js
+CYTOSCAPE ?= 3.34.4
+
+chromium:  ## Debian's chromium for the graph view's browser test: installed when missing and running as root
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+vendor-js:  ## refresh the vendored Cytoscape.js of graphmem/servers/static/vendor from npm (CYTOSCAPE=version)
+	bash tools/vendor-js.sh $(CYTOSCAPE)
 
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache

@@ -432,6 +432,34 @@ def mcp_server(
     _run(start)
 
 
+# -- graphmem view (graphmem/servers/view.py) -------------------------------------------------------
+@app.command()
+def view(
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve a web page of one scope's graph on 127.0.0.1 (no keys: loopback only) until Ctrl-C."""
+    try:
+        from .servers.view import serve as serve_view
+    except ImportError as exc:
+        err_console.print(f"graphmem view needs the server extra (pip install 'graphmem[server]'): {exc}")
+        raise typer.Exit(2) from None
+    from .models import Scope
+
+    _run(lambda: Scope.of(user_id, agent_id, run_id))  # before the store opens
+    scope = _scope(user_id, agent_id, run_id)
+    with _memory(config) as m:
+        _run(lambda: serve_view(m, scope, port=port, open_browser=open_browser,
+                                announce=lambda url: print(f"graph view of {_scope_text(scope)}: {url}",
+                                                           flush=True)))
+
+
+def _scope_text(scope: ScopeArgs) -> str:
+    return " ".join(f"{k}={v}" for k, v in scope.items() if v is not None)
+
+
 DEMO_CONVERSATION = [
     {"role": "user", "content": "Hi, I'm Maya. I work as a data engineer at Northwind in Lisbon.", "name": "Maya"},
     {"role": "assistant", "content": "Nice to meet you, Maya! How can I help?"},

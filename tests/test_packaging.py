@@ -60,6 +60,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                          n[len(f"graphmem/data/{folder}/"):])
         expected = sorted(f"graphmem/data/{folder}/{p.name}" for p in (ROOT / folder).glob("*.ttl"))
         assert expected and shipped == expected, folder
+    static = ROOT / "graphmem" / "servers" / "static"  # the graph view's page and its vendored library
+    expected_static = sorted(p.relative_to(ROOT).as_posix() for p in static.rglob("*") if p.is_file())
+    assert expected_static and set(expected_static) <= set(names), sorted(set(expected_static) - set(names))
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, timeout=240)
     return target
 
@@ -100,3 +103,25 @@ def test_ontology_test_runs_the_shipped_example_cases(installed: Path, tmp_path:
     # the cases came from the wheel's copy, not from a checkout
     assert {c["manifest"] for c in got["cases"]} == {
         str(installed / "graphmem" / "data" / "shapes" / "tests" / "manifest.ttl")}
+
+
+VIEW_CHILD = """
+import json
+from graphmem.servers import view
+html = view.page(graph_url="graph", memory_url="memories/", assets_url="assets/", auth="none")
+sizes = {name: len(view.asset_response(name).body) for name in view.ASSETS}
+print(json.dumps({"module": view.__file__, "page": "cytoscape.min.js" in html, "sizes": sizes}))
+"""
+
+
+@pytest.mark.slow
+def test_wheel_serves_the_graph_view(installed: Path, tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", VIEW_CHILD], cwd=tmp_path, env=plain_env(installed, tmp_path),
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(got["module"]).is_relative_to(installed) and got["page"]
+    from graphmem.servers.view import ASSETS
+
+    static = ROOT / "graphmem" / "servers" / "static"
+    assert got["sizes"] == {name: (static / path).stat().st_size for name, (path, _) in ASSETS.items()}

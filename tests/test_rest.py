@@ -541,7 +541,7 @@ def test_openapi_schema_has_models_and_problems(api: Api) -> None:
         ("DELETE", "/v1/memories/{memory_id}"), ("GET", "/v1/memories/{memory_id}/history"), ("POST", "/v1/search"),
         ("GET", "/v1/entities"), ("GET", "/v1/facts"), ("GET", "/v1/quarantine"), ("POST", "/v1/quarantine/recheck"),
         ("POST", "/v1/admin/dry-run"), ("POST", "/v1/admin/cypher"), ("POST", "/v1/admin/optimize"),
-        ("POST", "/v1/admin/reset"), ("GET", "/healthz"), ("GET", "/readyz")}
+        ("POST", "/v1/admin/reset"), ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/v1/view/graph")}
 
 
 def test_unknown_or_repeated_query_parameters_are_refused(api: Api) -> None:

@@ -32,7 +32,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -43,6 +43,7 @@ from ..errors import ConfigError, GraphmemError, InvalidInputError, OntologyErro
 from ..memory import Memory
 from ..models import Scope
 from . import schemas as s
+from . import view
 from .auth import INSECURE_LOCAL, KeyRing, Principal, ScopeArgs, UnauthenticatedError
 from .errors import HTTP_TITLES, PROBLEM_JSON, body, kind_of, problem
 from .middleware import AccessLog, BodyLimit, error_log
@@ -254,6 +255,27 @@ def rejected(who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = N
              summary="Validate quarantined triples again; write those that pass (Memory.recheck)")
 def recheck(req: s.RecheckRequest, who: Caller, m: Engine) -> dict[str, Any]:
     return m.recheck(ids=req.ids, **who.scope(req.user_id, req.agent_id, req.run_id))
+
+
+# -- the graph view (graphmem.servers.view): the page sends the caller's key with each data request ------
+@router.get(f"{API}/view", include_in_schema=False)
+def view_page(user_id: UserQ = None, agent_id: AgentQ = None, run_id: RunQ = None) -> Response:
+    """The page itself holds no data (a browser's navigation carries no key); the scope options are
+    passed on by the page to its data requests."""
+    return view.page_response(graph_url=f"{API}/view/graph", memory_url=f"{API}/memories/",
+                              assets_url=f"{API}/view/assets/", auth="key")
+
+
+@router.get(API + "/view/assets/{name}", include_in_schema=False)
+def view_asset(name: str) -> Response:
+    return view.asset_response(name)
+
+
+@router.get(f"{API}/view/graph", response_model=view.ViewGraph, responses=READ, tags=["graph"],
+            summary="The graph view's data: entities, facts (closed ones too) and the quarantine of the scope")
+def view_graph(who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None,
+               run_id: RunQ = None) -> dict[str, Any]:
+    return view.scope_graph(m, **who.scope(user_id, agent_id, run_id))
 
 
 # -- administration -------------------------------------------------------------------------------
@@ -584,13 +606,13 @@ def running(app: FastAPI, host: str = "127.0.0.1", port: int = 0, timeout_s: flo
     thread = threading.Thread(target=serve, name="graphmem-rest", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout_s
-    state: ServerState = app.state.graphmem
+    state: ServerState | None = getattr(app.state, "graphmem", None)  # None: another app (the graph view's)
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             server.should_exit = True
             thread.join(timeout=10)
             sock.close()
-            if state.startup_error is not None:
+            if state is not None and state.startup_error is not None:
                 raise state.startup_error
             raise RuntimeError("the REST server did not start")
         time.sleep(0.01)
