@@ -550,14 +550,20 @@ class Memory:
         from .transfer import migrate
         from .transfer.targets import store_config
 
+        batch = _batch(batch_size)  # every argument checked before the target store is created
+        if checkpoint is not None and (not isinstance(checkpoint, str | os.PathLike) or not os.fspath(checkpoint)):
+            raise InvalidInputError(f"checkpoint is a file path, got {short(checkpoint)}")
+        if not isinstance(progress, bool):
+            raise InvalidInputError(f"progress is True or False, got {short(progress)}")
+        if on_batch is not None and not callable(on_batch):
+            raise InvalidInputError(f"on_batch is a function, got {short(on_batch)}")
+        path = checkpoint if checkpoint is not None else self.config.home / "migrate.checkpoint.json"
+        scope = None if user_id is None and agent_id is None and run_id is None else Scope.of(user_id, agent_id, run_id)
         target = create_store(self.config.model_copy(update={"store": store_config(to)}))
         try:
             info = target.open(self.embedder.name, self.embedder.dims)
-            path = checkpoint if checkpoint is not None else self.config.home / "migrate.checkpoint.json"
-            scope = None if user_id is None and agent_id is None and run_id is None else \
-                Scope.of(user_id, agent_id, run_id)
             route = f"{self.info.backend}:{self.info.location} -> {info.backend}:{info.location}"
-            return migrate(self.store, target, checkpoint=path, scope=scope, batch=_batch(batch_size),
+            return migrate(self.store, target, checkpoint=path, scope=scope, batch=batch,
                            progress=progress, on_batch=on_batch, route=route)
         finally:
             target.close()

@@ -23,6 +23,7 @@ import math
 import os
 import re
 import sqlite3
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -73,6 +74,9 @@ EXISTING = Token("existing memory id")
 QUARANTINED = Token("existing quarantine id")
 ONTOLOGY = Token("the store's ontology")
 UID = Token("the test's user id")
+DUMP = Token("a dump of the test's scope")
+TARGET = Token("a new SQLite store to migrate to")
+CHECKPOINT = Token("a new checkpoint path")
 
 
 # -- hostile values -------------------------------------------------------------------------------
@@ -336,6 +340,34 @@ SPECS: dict[str, dict[str, Arg]] = {
                                                        max_size=2), HOSTILE))},
 }
 
+# files of the transfer methods: never a path outside this folder (an export replaces its target)
+FILES = Path(tempfile.mkdtemp(prefix="graphmem-fuzz-"))
+for _name, _text in {"empty.jsonl": "", "garbage.jsonl": "not json\n", "header.jsonl": '{"format": 99}\n',
+                     "cut.jsonl": '{"format": 1, "kind": "header"'}.items():
+    (FILES / _name).write_text(_text)
+(FILES / "binary.jsonl").write_bytes(b"\xff\xfe\x00garbage")
+OUT_PATH = st.builds(lambda n: str(FILES / f"out-{n}.dump"), st.integers(0, 3))
+BAD_OUT = st.sampled_from([str(FILES), str(FILES / "missing" / "x.dump"), "", 42, None, b"x", ["a"], 1.5])
+BAD_DUMP = st.one_of(st.sampled_from([str(FILES / n) for n in ("empty.jsonl", "garbage.jsonl", "header.jsonl",
+                                                                 "cut.jsonl", "binary.jsonl", "missing.jsonl")]),
+                     st.just(str(FILES)), HOSTILE)
+BATCH = Arg(st.integers(1, 5_000), INTS | HOSTILE)
+NOT_ALL = Arg(st.just(False), st.sampled_from([0, "yes", "", 2.5, None]))  # True: every tenant of the shared Neo4j
+TRANSFER_SPECS: dict[str, dict[str, Arg]] = {
+    "export": {"target": Arg(OUT_PATH, BAD_OUT, optional=False), **SCOPE, "all_scopes": NOT_ALL, "batch_size": BATCH},
+    "export_rdf": {"target": Arg(OUT_PATH, BAD_OUT, optional=False), **SCOPE, "all_scopes": NOT_ALL,
+                   "rdf_format": Arg(st.sampled_from(["turtle", "json-ld"]),
+                                     st.one_of(st.sampled_from(["xml", "TURTLE", "", "n3"]), HOSTILE))},
+    "import_": {"source": Arg(st.just(DUMP), BAD_DUMP, optional=False), "reembed": BOOL, "batch_size": BATCH},
+    "migrate": {"to": Arg(st.just(TARGET), st.one_of(st.sampled_from(
+                    ["", "sqlite://", "ftp://host/x", str(FILES / "no-such-config.yaml"), {"backend": "nope"},
+                     {"path": 5}, 42]), HOSTILE.filter(lambda v: not isinstance(v, str))), optional=False),
+                **SCOPE, "checkpoint": Arg(st.just(CHECKPOINT), st.sampled_from([str(FILES), "", 42, b"x"]),
+                                           optional=False),
+                "batch_size": BATCH},
+}
+SPECS.update(TRANSFER_SPECS)
+
 
 @st.composite
 def call_args(draw: st.DrawFn, method: str) -> dict[str, Any]:
@@ -387,6 +419,14 @@ class Backend:
     def resolve(self, value: Any, top: bool = True) -> Any:
         """Tokens at the top level or one level down (``ids=[...]``, ``params={...}``); deeper
         values are hostile data, passed as drawn (and may be nested too deep to walk)."""
+        if value is DUMP:
+            path = FILES / f"{self.name}-{self.uid}.jsonl"
+            if not path.exists():
+                self.mem.export(path, user_id=self.uid)
+            return str(path)
+        if value is TARGET or value is CHECKPOINT:
+            fresh = FILES / f"{self.name}-{uuid.uuid4().hex}"
+            return f"sqlite:///{fresh}.db" if value is TARGET else str(fresh) + ".checkpoint.json"
         if isinstance(value, Token):
             return {EXISTING: self.existing, QUARANTINED: self.quarantined, ONTOLOGY: self.mem.ontology,
                     UID: self.uid}[value]
@@ -546,6 +586,10 @@ test_fuzz_dry_run = _fuzz("dry_run")
 test_fuzz_cypher = _fuzz("cypher")
 test_fuzz_entities = _fuzz("entities")
 test_fuzz_facts = _fuzz("facts")
+test_fuzz_export = _fuzz("export")
+test_fuzz_export_rdf = _fuzz("export_rdf")
+test_fuzz_import = _fuzz("import_")
+test_fuzz_migrate = _fuzz("migrate")
 
 
 def test_every_public_method_is_fuzzed() -> None:

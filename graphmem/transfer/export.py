@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import InvalidInputError, short
 from ..models import Scope, iso, utcnow
 from ..stores.base import DUMP_KINDS, Store
 from .format import Header, encode_vector, row_line
@@ -33,7 +34,7 @@ def export_dump(store: Store, target: Target, *, scope: Scope | None, embedder: 
             counts[page.kind] += page.size
         header = Header(embedder=embedder, dims=dims, counts=counts, scopes=scopes, ontology=ontology or {},
                         created_at=iso(utcnow()), graphmem=__version__)
-        with _output(target) as out:
+        with output(target) as out:
             out.write(header.to_json() + "\n")
             body.seek(0)
             shutil.copyfileobj(body, out)
@@ -60,16 +61,28 @@ def _lines(page: Page) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _output(target: Target) -> Iterator[IO[str]]:
-    """A path is written to a temporary sibling and renamed into place: never a half dump."""
+def output(target: Target) -> Iterator[IO[str]]:
+    """A path is written to a temporary sibling and renamed into place: never a half file. A path
+    that cannot be written (a folder, a missing folder, no permission) is the caller's input error."""
     if not isinstance(target, str | os.PathLike):
+        if not callable(getattr(target, "write", None)):
+            raise InvalidInputError(f"write to a file path or an open text file, got {short(target)}")
         yield target
         return
     path = Path(target)
+    if not os.fspath(target) or path.is_dir():
+        raise InvalidInputError(f"{os.fspath(target)!r} is not a file path to write to")
     partial = path.with_name(path.name + ".partial")
     try:
-        with partial.open("w", encoding="utf-8") as out:
+        out = partial.open("w", encoding="utf-8")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise InvalidInputError(f"cannot write {os.fspath(target)!r}: {getattr(exc, 'strerror', None) or exc}"
+                                ) from None
+    try:
+        with out:
             yield out
         os.replace(partial, path)
+    except OSError as exc:  # a full disk, a rename refused
+        raise InvalidInputError(f"cannot write {os.fspath(target)!r}: {exc.strerror or exc}") from None
     finally:
         partial.unlink(missing_ok=True)

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import DumpConflictError, DumpFormatError, SchemaMismatchError
+from ..errors import DumpConflictError, DumpFormatError, InvalidInputError, SchemaMismatchError, short
 from ..models import Entity, MemoryRecord, Relation, Scope, norm_name
 from ..stores.base import DUMP_KINDS, NewMemory, Restore, Store, Vector
 from .format import Header, Line, parse_line
@@ -186,13 +186,20 @@ def _readable(source: Source) -> Iterator[IO[str]]:
     cannot seek is spooled to a temporary file first."""
     if isinstance(source, str | os.PathLike):
         try:
-            with open(source, encoding="utf-8") as f:
-                yield f
-        except UnicodeDecodeError as exc:
-            raise DumpFormatError(f"{os.fspath(source)} is not UTF-8 text ({exc.reason})") from None
+            f = open(source, encoding="utf-8")  # noqa: SIM115 - closed below, errors mapped apart
         except FileNotFoundError:
-            raise DumpFormatError(f"no dump at {os.fspath(source)}") from None
+            raise DumpFormatError(f"no dump at {short(os.fspath(source))}") from None
+        except (OSError, ValueError) as exc:  # a folder, no permission, a NUL in the name
+            raise InvalidInputError(f"cannot read {short(os.fspath(source))}: "
+                                    f"{getattr(exc, 'strerror', None) or exc}") from None
+        with f:
+            try:
+                yield f
+            except UnicodeDecodeError as exc:
+                raise DumpFormatError(f"{short(os.fspath(source))} is not UTF-8 text ({exc.reason})") from None
         return
+    if not callable(getattr(source, "read", None)) or not callable(getattr(source, "seekable", None)):
+        raise InvalidInputError(f"import from a file path or an open text file, got {short(source)}")
     if source.seekable():
         yield source
         return

@@ -25,9 +25,10 @@ from rdflib import RDF, RDFS, XSD, BNode, Graph, URIRef
 from rdflib import Literal as RDFLiteral
 from rdflib.namespace import PROV, SKOS, Namespace
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, short
 from ..models import Relation, Scope, iso
 from ..stores.base import Store
+from .export import output
 
 GMX = Namespace("https://graphmem.dev/export#")
 """The few terms of the export itself: a fact's validity and whether it is open."""
@@ -97,13 +98,10 @@ def export_rdf(store: Store, target: str | os.PathLike[str] | IO[str], *, scope:
                rdf_format: str = "turtle", prefixes: dict[str, str] | None = None) -> dict[str, Any]:
     """Write the RDF of the exact scopes ``scope`` contains (``None``: all) to ``target``."""
     if rdf_format not in FORMATS:
-        raise InvalidInputError(f"RDF format {rdf_format!r}; use one of {', '.join(FORMATS)}")
+        raise InvalidInputError(f"RDF format {short(rdf_format)}; use one of {', '.join(FORMATS)}")
     scopes = [s for s in store.dump_scopes() if scope is None or scope.contains(s.user_id, s.agent_id, s.run_id)]
     g, counts = fact_graph(store, scopes, prefixes=prefixes)
     text = g.serialize(format=rdf_format)
-    if isinstance(target, str | os.PathLike):
-        with open(target, "w", encoding="utf-8") as out:
-            out.write(text)
-    else:
-        target.write(text)
+    with output(target) as out:
+        out.write(text)
     return {**counts, "triples": len(g), "format": rdf_format}

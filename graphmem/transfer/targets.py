@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..config import MemoryConfig, StoreConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInputError, short
 
 StoreTarget = StoreConfig | dict[str, Any] | str | os.PathLike[str]
 
@@ -26,6 +26,8 @@ def store_config(to: StoreTarget) -> StoreConfig:
             return StoreConfig(**to)
         except ValidationError as exc:
             raise ConfigError(f"invalid target store settings: {exc.errors()[0]['msg']}") from None
+    if not isinstance(to, str | os.PathLike) or not os.fspath(to):
+        raise InvalidInputError(f"migrate to store settings, a config file or a URI, got {short(to)}")
     text = os.fspath(to)
     scheme = text.partition("://")[0].lower() if "://" in text else ""
     if scheme == "sqlite":
