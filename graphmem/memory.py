@@ -69,9 +69,13 @@ def _steps_of(operation: Callable[..., Any]) -> Callable[..., Steps[Any]]:
 
 def _batch(size: int) -> int:
     """A batch size for export, import and migration (rows per transaction)."""
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidInputError(f"batch_size is a positive integer, got {short(size)}")
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= _MAX_BATCH:
+        raise InvalidInputError(f"batch_size is an integer from 1 to {_MAX_BATCH}, got {short(size)}")
     return size
+
+
+_MAX_BATCH = 100_000
+"""Rows per transaction at most: one transaction holds a batch in memory."""
 
 class Memory:
     """A memory engine bound to one store and one embedder.
