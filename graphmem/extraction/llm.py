@@ -22,6 +22,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..config import LLMConfig, display_uri
+from ..driving import adrive, drive
 from ..errors import ConfigError, ExtractionError, LLMError
 from ..ontology.naming import normalize_surface
 from . import prompt
@@ -332,33 +333,11 @@ class LLMExtractor(Extractor):
     # async client, and its response (or exception) goes back into them
 
     def _run(self, steps: _Chat[T]) -> T:
-        try:
-            request = next(steps)
-            while True:
-                try:
-                    response = self._client.chat.completions.create(**request)
-                except Exception as exc:  # handed to _send, which maps it
-                    request = steps.throw(exc)
-                else:
-                    request = steps.send(response)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return drive(steps, lambda request: self._client.chat.completions.create(**request))
 
     async def _arun(self, steps: _Chat[T]) -> T:
         client = self._async_client()
-        try:
-            request = next(steps)
-            while True:
-                try:
-                    response = await client.chat.completions.create(**request)
-                except Exception as exc:  # handed to _send, which maps it
-                    request = steps.throw(exc)
-                else:
-                    request = steps.send(response)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        finally:
-            steps.close()
+        return await adrive(steps, lambda request: client.chat.completions.create(**request))
 
     def _async_client(self) -> openai.AsyncOpenAI:
         """The sync client's twin (same key, endpoint, timeout and retries), made on first async use."""

@@ -18,6 +18,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..driving import adrive, drive
+
 if TYPE_CHECKING:
     from ..embedding import Embedder
     from ..extraction import Extraction, ExtractionContext, Extractor
@@ -100,37 +102,10 @@ def _sync(step: Step, parts: Engines) -> Any:
     return None
 
 
-def drive(steps: Steps[T], answer: Callable[[Step], Any]) -> T:
-    """Answer each step with ``answer`` until the generator returns."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                result = answer(step)
-            except Exception as exc:  # thrown into the generator: it handles it or re-raises
-                step = steps.throw(exc)
-            else:
-                step = steps.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
 async def arun(steps: Steps[T], parts: Engines, store: AsyncStore) -> T:
     """Drive ``steps`` awaiting the async parts; a cancellation stops it at the step it waits on
     (the generator is closed: nothing after that step runs)."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                result = await _async(step, parts, store)
-            except Exception as exc:  # see drive
-                step = steps.throw(exc)
-            else:
-                step = steps.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        steps.close()
+    return await adrive(steps, lambda step: _async(step, parts, store))
 
 
 async def _async(step: Step, parts: Engines, store: AsyncStore) -> Any:

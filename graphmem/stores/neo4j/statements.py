@@ -15,6 +15,9 @@ from typing import Any, Generic, Literal, TypeVar
 
 from neo4j import AsyncManagedTransaction, AsyncResult, ManagedTransaction, Record, Result
 
+from ...driving import adrive as arun_steps
+from ...driving import drive as run_steps
+
 T = TypeVar("T")
 Fetch = Literal["all", "single", "consume"]
 
@@ -57,34 +60,16 @@ async def _afetch(result: AsyncResult, fetch: Fetch) -> list[Record] | Record | 
 
 def drive(tx: ManagedTransaction, steps: Statements[T]) -> T:
     """Run ``steps`` in a transaction of the sync driver."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                answer = _fetch(tx.run(step.query, step.params), step.fetch)
-            except Exception as exc:  # thrown into the generator: it maps it or re-raises
-                step = steps.throw(exc)
-            else:
-                step = steps.send(answer)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    return run_steps(steps, lambda step: _fetch(tx.run(step.query, step.params), step.fetch))
 
 
 async def adrive(tx: AsyncManagedTransaction, steps: Statements[T]) -> T:
     """Run ``steps`` in a transaction of the async driver."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                answer = await _afetch(await tx.run(step.query, step.params), step.fetch)
-            except Exception as exc:  # see drive
-                step = steps.throw(exc)
-            else:
-                step = steps.send(answer)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        steps.close()
+
+    async def answer(step: Run) -> list[Record] | Record | None:
+        return await _afetch(await tx.run(step.query, step.params), step.fetch)
+
+    return await arun_steps(steps, answer)
 
 
 How = Literal["read", "write", "alone"]
