@@ -194,6 +194,7 @@ def serve(memory: Memory, scope: ScopeArgs, *, port: int = 0, open_browser: bool
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.bind(("127.0.0.1", port))
+        sock.listen(128)  # before the URL is announced: a client that connects at once waits in the backlog
     except OSError as exc:
         sock.close()
         from ..errors import ConfigError

@@ -27,6 +27,7 @@ from neo4j import (
 from neo4j import exceptions as neo4j_errors
 
 from ...config import StoreConfig, display_uri
+from ...driving import adrive as adrive_steps
 from ...errors import ConfigError, ConflictError, GraphmemError, StoreError, StoreUnavailableError
 from .statements import Job, Statements, adrive, drive, run
 
@@ -240,6 +241,10 @@ class Backoff:
         return pause
 
 
+_ASYNC_POOL: Final = 100
+"""Connections of the async driver (its default), and so the jobs one AsyncMemory runs at once."""
+
+
 class AsyncDb:
     """The same server on ``neo4j.AsyncGraphDatabase``, for ``AsyncMemory``: sessions and managed
     transactions of the async driver, with :class:`Db`'s error mapping and retries.
@@ -252,6 +257,7 @@ class AsyncDb:
         self.db = db
         self.cfg = db.cfg
         self.driver: AsyncDriver | None = None
+        self._slots: asyncio.Semaphore | None = None
 
     def _driver(self) -> AsyncDriver:
         """The async driver, made on first use (its connections belong to the running event loop)."""
@@ -261,7 +267,8 @@ class AsyncDb:
             self.driver = AsyncGraphDatabase.driver(
                 self.cfg.uri, auth=auth, connection_timeout=self.cfg.connect_timeout_s,
                 connection_acquisition_timeout=self.cfg.connect_timeout_s, max_transaction_retry_time=0,
-                user_agent="graphmem", notifications_min_severity=NotificationMinimumSeverity.OFF,
+                max_connection_pool_size=_ASYNC_POOL, user_agent="graphmem",
+                notifications_min_severity=NotificationMinimumSeverity.OFF,
             )
         return self.driver
 
@@ -315,21 +322,16 @@ class AsyncDb:
             return await self.read(what, lambda: _one(query, params))
 
     async def perform(self, job: Job[T]) -> T:
-        if job.how == "read":
-            return await self.read(job.what, job.steps)
-        if job.how == "write":
-            return await self.write(job.what, job.steps)
-        return await self.singles(job.what, job.steps())
-
-    async def singles(self, what: str, steps: Statements[T]) -> T:
-        try:
-            step = next(steps)
-            while True:
-                step = steps.send(await self.single(what, step.query, dict(step.params)))
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        finally:
-            steps.close()
+        """Run a job once one of the pool's connections is free: many concurrent callers queue here,
+        cancellable and without a deadline, instead of failing the driver's acquisition timeout."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(_ASYNC_POOL)
+        async with self._slots:
+            if job.how == "read":
+                return await self.read(job.what, job.steps)
+            if job.how == "write":
+                return await self.write(job.what, job.steps)
+            return await adrive_steps(job.steps(), lambda step: self.single(job.what, step.query, dict(step.params)))
 
 
 def _one(query: str, params: dict[str, Any]) -> Statements[Record | None]:
