@@ -7,6 +7,7 @@ inside the commands that open a store, so ``--help`` and the ontology commands s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -21,6 +22,9 @@ from .errors import GraphmemError
 from .ontology.cli import ontology_app
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .config import MemoryConfig
     from .memory import Memory
 
 app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False)
@@ -382,20 +386,33 @@ def serve(
         err_console.print("--user-id/--agent-id/--run-id/--admin go with --new-key: a served request's scope "
                           "comes from its API key")
         raise typer.Exit(2)
-    try:
+    with _server_extra("serve"):
         from .servers.rest import serve as run_server
-    except ImportError as exc:
-        err_console.print(f"graphmem serve needs the server extra (pip install 'graphmem[server]'): {exc}")
-        raise typer.Exit(2) from None
-    from .config import MemoryConfig
 
     def start() -> None:
-        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
-        if keys_file is not None:
-            cfg.server.keys_file = keys_file
+        cfg = _served_config(config, keys_file)
         run_server(cfg, host=host, port=port, insecure_local=insecure_local)
 
     _run(start)
+
+
+@contextlib.contextmanager
+def _server_extra(command: str) -> Iterator[None]:
+    """Imports of a server command: without the ``server`` extra, one line naming it."""
+    try:
+        yield
+    except ImportError as exc:
+        err_console.print(f"graphmem {command} needs the server extra (pip install 'graphmem[server]'): {exc}")
+        raise typer.Exit(2) from None
+
+
+def _served_config(config: Path | None, keys_file: Path | None) -> MemoryConfig:
+    from .config import MemoryConfig
+
+    cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+    if keys_file is not None:
+        cfg.server.keys_file = keys_file
+    return cfg
 
 
 # -- graphmem mcp -------------------------------------------------------------------------------------
@@ -416,17 +433,11 @@ def mcp_server(
     config: ConfigOpt = None,
 ) -> None:
     """Run the MCP server (needs the server extra); the scope comes from these options or the API key."""
-    try:
+    with _server_extra("mcp"):
         from .servers.mcp import serve as run_mcp
-    except ImportError as exc:
-        err_console.print(f"graphmem mcp needs the server extra (pip install 'graphmem[server]'): {exc}")
-        raise typer.Exit(2) from None
-    from .config import MemoryConfig
 
     def start() -> None:
-        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
-        if keys_file is not None:
-            cfg.server.keys_file = keys_file
+        cfg = _served_config(config, keys_file)
         run_mcp(cfg, transport=transport, host=host, port=port, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
     _run(start)
@@ -441,11 +452,8 @@ def view(
     config: ConfigOpt = None,
 ) -> None:
     """Serve a web page of one scope's graph on 127.0.0.1 (no keys: loopback only) until Ctrl-C."""
-    try:
+    with _server_extra("view"):
         from .servers.view import serve as serve_view
-    except ImportError as exc:
-        err_console.print(f"graphmem view needs the server extra (pip install 'graphmem[server]'): {exc}")
-        raise typer.Exit(2) from None
     from .models import Scope
 
     _run(lambda: Scope.of(user_id, agent_id, run_id))  # before the store opens
