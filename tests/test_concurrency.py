@@ -11,6 +11,7 @@ import os
 import random
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +230,7 @@ def test_soak_writers_and_readers(backend: str, tmp_path: Path, uid: str) -> Non
                     ops["search"] += 1
 
         errors = run_threads([(writer, i) for i in range(4)] + [(reader, i) for i in range(2)])
-        assert not errors, "\n".join(f"{type(e).__name__}: {e}" for e in errors[:3])
+        assert not errors, "\n".join("".join(traceback.format_exception(e)) for e in errors[:3])
         assert ops["add"] > 10 and ops["search"] > 5, ops
         stored = {r["id"]: r["memory"] for r in m.get_all(user_id=uid, limit=10_000)["results"]}
         assert stored == expected

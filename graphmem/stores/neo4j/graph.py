@@ -181,19 +181,25 @@ def quarantined(scope: Scope, status: str | None) -> Statements[list[QuarantineE
 
 
 def read_subgraph(row: Any) -> tuple[Subgraph, list[dict[str, Any]]]:
-    """The :class:`Subgraph` of a row with ``SUBGRAPH_COLUMNS`` (records left to the caller, raw)."""
+    """The :class:`Subgraph` of a row with ``SUBGRAPH_COLUMNS`` (records left to the caller, raw).
+
+    A node a concurrent transaction deleted after the query matched it reads as nulls: its entity is
+    left out, and so is everything that names it (a link, a mention, a fact), so the subgraph holds
+    only ids it can resolve.
+    """
     sub = Subgraph()
-    for key, eid in row["g_linked"]:
-        sub.linked[key] = eid
-    pairs = {(mid, eid) for mid, eid in row["g_seed_pairs"]}
-    sub.seeds = sorted({eid for _, eid in pairs})
+    mids: set[tuple[str, str]] = set()
     for item in row["g_ents"]:
         if gone(item["e"]):
             continue
         ent = to_entity(item["e"])
         sub.entities[ent.id] = ent
         sub.degree[ent.id] = int(item["deg"])
-        pairs.update((mid, ent.id) for mid in item["mids"])
-    sub.mentions = sorted(pairs)
-    sub.relations = sorted((to_relation(r) for r in row["g_rels"] if not gone(r["fact"])), key=lambda r: r.id)
+        mids.update((mid, ent.id) for mid in item["mids"] if mid is not None)
+    sub.linked = {key: eid for key, eid in row["g_linked"] if eid in sub.entities}
+    seeded = {(mid, eid) for mid, eid in row["g_seed_pairs"] if mid is not None and eid in sub.entities}
+    sub.seeds = sorted({eid for _, eid in seeded})
+    sub.mentions = sorted(seeded | mids)
+    sub.relations = sorted((to_relation(r) for r in row["g_rels"] if not gone(r["fact"]) and r["source"] is not None
+                            and (r["target"] is not None or r["value"] is not None)), key=lambda r: r.id)
     return sub, list(row["g_recs"])
