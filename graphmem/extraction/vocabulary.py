@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..ontology import Ontology
+from ..ontology.model import ClassInfo, RelationInfo
 from .rules.words import (
     CONJUNCTIONS,
     COUNTRY_OF_DEMONYM,
@@ -31,8 +32,9 @@ from .rules.words import (
     english,
 )
 
-CORE_CLASSES: Final = ("Person",)
-"""Always listed when the ontology has them: who most memories are about."""
+CORE_CLASSES: Final = ("Person", "City", "Company")
+"""Always listed when the ontology has them: who most memories are about, and the places and employers
+named most (so "Lisbon" and "Northwind" get their specific class, not just Place and Organization)."""
 CORE_RELATIONS: Final = ("worksFor", "livesIn", "locatedIn", "jobTitle", "likes", "knows")
 """Always listed when the ontology has them: the facts people state most, often without a word that
 names the relation ("I'm a nurse at St Mary's in Leeds", "lunch with Dr Hale")."""
@@ -55,8 +57,8 @@ MAX_CLASS_RELATIONS: Final = 6
 _DATE_WORDS: Final = frozenset({*MONTHS, *WEEKDAYS, "today", "tomorrow", "yesterday", "tonight", "week", "month",
                                 "year", "weekend", "due", "deadline", "since", "until", "born", "birthday", "am",
                                 "pm", "noon"})
-_DATE_PATTERN: Final = re.compile(r"\b\d{4}-\d{2}(?:-\d{2})?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b\d{1,2}\s*(?:am|pm)\b",
-                                  re.I)
+_DATE_PATTERN: Final = re.compile(
+    r"\b\d{4}-\d{2}(?:-\d{2})?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b\d{1,2}\s*(?:am|pm)\b", re.I)
 _NUMBER: Final = re.compile(r"(?<![\d.:/-])\d{1,3}(?:[.,]\d+)?(?![\d:/-])")
 _XSD: Final = "http://www.w3.org/2001/XMLSchema#"
 _DATE_RANGES: Final = frozenset({_XSD + "date", _XSD + "dateTime"})
@@ -102,6 +104,9 @@ class _Form:
     surface: str
     needs: tuple[frozenset[str], ...]
     """One set per content word: the word and its lemma; any of them in the chunk matches the word."""
+    then: str | None = None
+    """For a verb with its preposition ("works with"): the preposition must follow the verb, else
+    "works with" would match every text about work."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,8 @@ class Selection:
     classes: tuple[str, ...]
     relations: tuple[str, ...]
     matched: Mapping[str, tuple[str, ...]]
+    closure_only: frozenset[str] = frozenset()
+    """Classes listed only to read others (superclasses, domains, ranges): shown without a definition."""
 
     @property
     def all_classes(self) -> frozenset[str]:
@@ -131,17 +138,19 @@ class VocabularyIndex:
         self.ontology = ontology
         eng = english()
         forms: list[_Form] = []
-        items = [*ontology.classes.values(), *ontology.relations.values()]
+        items: list[ClassInfo | RelationInfo] = [*ontology.classes.values(), *ontology.relations.values()]
         for item in items:
-            seen: set[tuple[frozenset[str], ...]] = set()
+            seen: set[tuple[tuple[frozenset[str], ...], str | None]] = set()
             cues = CUES.get(item.name, ()) if item.iri in ontology.relations else ()
             for surface in dict.fromkeys((item.name, item.label, *item.alt_labels, *cues)):
                 words = _words(surface)
                 content = [w for w in words if w not in _FUNCTION_WORDS] or words
                 needs = tuple(frozenset({w, eng.lemma(w)}) for w in content)
-                if needs and needs not in seen:
-                    seen.add(needs)
-                    forms.append(_Form(item.iri, surface, needs))
+                then = words[1] if len(words) == 2 and len(content) == 1 and words[0] == content[0] \
+                    and eng.lemma(words[0]) != words[0] and words[1] in PREPOSITIONS and words[1] != "of" else None
+                if needs and (needs, then) not in seen:
+                    seen.add((needs, then))
+                    forms.append(_Form(item.iri, surface, needs, then))
         self._forms = tuple(forms)
         self._dated = self._valued(_DATE_RANGES)
         self._counted = self._valued(_NUMBER_RANGES)
@@ -151,6 +160,7 @@ class VocabularyIndex:
         if not core_c and not core_r:
             core_c = set(self._busiest_class())
         self.core_classes, self.core_relations = self._closure(core_c, core_r)
+        self._core_named = frozenset(core_c)
 
     def _busiest_class(self) -> list[str]:
         """For an ontology without the default core: the class most relations start or end at."""
@@ -196,10 +206,14 @@ class VocabularyIndex:
 
     def select(self, text: str) -> Selection:
         """The core plus every term the text names, with their closure."""
-        have = text_lemmas(text)
+        eng = english()
+        words = _words(text)
+        have = frozenset(words) | {eng.lemma(w) for w in words}
+        pairs = {(a, b) for w, b in zip(words, words[1:], strict=False) for a in (w, eng.lemma(w))}
         matched: dict[str, list[str]] = {}
         for form in self._forms:
-            if all(not need.isdisjoint(have) for need in form.needs):
+            if all(not need.isdisjoint(have) for need in form.needs) and (
+                    form.then is None or any((a, form.then) in pairs for a in form.needs[0])):
                 matched.setdefault(form.iri, []).append(form.surface)
         onto = self.ontology
         named_classes = [i for i in matched if i in onto.classes]
@@ -216,6 +230,7 @@ class VocabularyIndex:
             classes=self._ordered(classes - self.core_classes),
             relations=self._ordered(relations - self.core_relations),
             matched={iri: tuple(s) for iri, s in matched.items()},
+            closure_only=frozenset(classes | self.core_classes) - set(named_classes) - self._core_named,
         )
 
     def _ordered(self, iris: Iterable[str]) -> tuple[str, ...]:
