@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from itertools import pairwise
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -209,7 +210,7 @@ class VocabularyIndex:
         eng = english()
         words = _words(text)
         have = frozenset(words) | {eng.lemma(w) for w in words}
-        pairs = {(a, b) for w, b in zip(words, words[1:], strict=False) for a in (w, eng.lemma(w))}
+        pairs = {(a, b) for w, b in pairwise(words) for a in (w, eng.lemma(w))}
         matched: dict[str, list[str]] = {}
         for form in self._forms:
             if all(not need.isdisjoint(have) for need in form.needs) and (
