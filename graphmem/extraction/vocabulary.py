@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 import threading
-from itertools import pairwise
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Final
 
 from ..ontology import Ontology
