@@ -41,7 +41,7 @@ CORE_RELATIONS: Final = ("worksFor", "livesIn", "locatedIn", "jobTitle", "likes"
 names the relation ("I'm a nurse at St Mary's in Leeds", "lunch with Dr Hale")."""
 CUES: Final[Mapping[str, tuple[str, ...]]] = {
     "livedIn": ("moved from", "grew up", "used to live", "originally from"),
-    "worksOn": ("helping with", "helps with", "migration", "working", "building"),
+    "worksOn": ("helping with", "helps with", "migration", "building"),
     "colleagueOf": ("team", "colleague", "coworker"),
     "siblingOf": ("kids", "children", "siblings", "brothers", "sisters", "twins"),
     "parentOf": ("kids", "children", "son", "daughter", "baby"),
