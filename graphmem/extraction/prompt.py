@@ -34,31 +34,30 @@ INSTRUCTIONS: Final = """\
 Turn one part of a conversation into long-term memory for an AI agent. Lines start with the speaker \
 ("Name: text"). Answer with only a JSON object with the keys "memories", "entities" and "triples".
 
-memories: facts worth remembering (preferences, plans, relationships, biography, decisions, events, how \
-the user wants things done); skip greetings, small talk, questions and facts an existing memory already \
-states unchanged.
+memories: facts worth remembering (preferences, plans, relationships, biography, events, how the user \
+wants things done); skip small talk, questions and facts an existing memory states unchanged.
 - text: one self-contained third-person statement naming who it is about ("Maya Lopez moved to Lisbon \
 in March 2024", never "I moved there").
-- memory_type: "semantic" (lasting fact or preference), "episodic" (happened or will happen at a time), \
-"procedural" (how the agent should do something).
-- event_time: episodic only, resolved against the reference time: YYYY-MM-DD, or ISO 8601 with the time \
-of day if stated; else null.
+- memory_type: "semantic" (lasting fact), "episodic" (happens at a time), "procedural" (how the agent \
+should act).
+- event_time: episodic only, resolved against the reference time: YYYY-MM-DD (ISO 8601 with a stated \
+time of day); else null.
 - attributed_to: the speaker who stated it; null when unclear.
 - replaces: number of the existing memory it corrects or updates; else null.
 
 entities: every entity a triple mentions.
-- name: full proper name as written; for a known entity listed below, its name exactly, with existing = \
-its number (else null).
+- name: full name as written; for a known entity below, its name exactly and existing = its number \
+(else null).
 - type: the most specific fitting class from the lists; null if none fits.
 - aliases: other names the text uses for it; else [].
 
 triples: facts between entities.
-- relation: a listed relation, in its direction (subject class -> object class); the most specific that \
-fits. Never invent a relation or class: a fact no relation captures stays a memory only.
+- relation: the most specific listed relation, in its direction (subject -> object). Never invent a \
+relation or class: a fact no relation captures stays a memory only.
 - source, target: entity names from your entities; for an xsd literal target, its lexical form (date \
 YYYY-MM-DD, dateTime ISO 8601, integer digits, decimal 12.5, boolean true/false, anyURI absolute URL).
-- valid_from: YYYY-MM-DD from which the fact holds when stated (the date of a move); else null.
-- memory: 0-based position in your memories of the memory that states it.
+- valid_from: YYYY-MM-DD from which it holds, if stated (the date of a move); else null.
+- memory: 0-based index of the memory that states it.
 
 Numbers in [brackets] refer to the existing memories and known entities at the end; use no others."""
 
@@ -67,9 +66,10 @@ Marks: functional = one current value, a newer one replaces it; symmetric = hold
 once; transitive = chains; inverse of X = the same fact from the other side, use either."""
 CORE_HEADING: Final = "VOCABULARY (class < parent: definition; relation: subject -> object [marks]: definition)"
 CHUNK_HEADING: Final = "MORE VOCABULARY FOR THIS TEXT (\"text:\" = the words that name it here)"
-MAX_CHUNK_VOCABULARY_TOKENS: Final = 650
-"""The per-chunk vocabulary (by the conservative token estimate) above which definitions are left out,
-first of classes, then of relations: a long, varied chunk still gets a prompt of bounded size."""
+MAX_CHUNK_VOCABULARY_TOKENS: Final = 800
+"""The per-chunk vocabulary (by the conservative offline token estimate) above which it is shortened:
+definitions of classes, then of relations, then the "text:" notes are left out. A long, varied chunk
+still gets a prompt of bounded size and every term it can use."""
 
 
 def _one_line(text: str | None, limit: int = MAX_DEFINITION_CHARS) -> str:
@@ -175,10 +175,12 @@ def chunk_vocabulary(ontology: Ontology, chunk: str) -> str:
         return ""
     shown = sel.all_relations
     text = ""
-    for class_defs, relation_defs in ((True, True), (False, True), (False, False)):
+    for class_defs, relation_defs, notes in ((True, True, True), (False, True, True), (False, False, True),
+                                             (False, False, False)):
         lines = _lines(ontology, sel.classes, sel.relations, shown, class_definitions=class_defs,
-                       relation_definitions=relation_defs, matched=sel.matched, bare=sel.closure_only)
-        text = "\n".join([CHUNK_HEADING, *lines])
+                       relation_definitions=relation_defs, matched=sel.matched if notes else None,
+                       bare=sel.closure_only)
+        text = "\n".join([CHUNK_HEADING if notes else CHUNK_HEADING.split(" (")[0], *lines])
         if ESTIMATE.count(text) <= MAX_CHUNK_VOCABULARY_TOKENS:
             break
     return text
