@@ -174,7 +174,7 @@ def test_json_object_fallback_after_400_is_remembered(server: StandinServer, con
     assert kinds == ["json_schema", "json_object", "json_object"]  # asked once, then remembered
     assert ex.mode == "json_object" and ex.stats.fallbacks == 1
     system = system_text(server.chat_requests[-1])
-    assert 'The JSON object has exactly this shape (all keys present, [x] = list of x):\n{"memories": [{"text": str' in system
+    assert 'exactly this shape (all keys present, [x] = list of x):\n{"memories": [{"text": str' in system
 
 
 def test_auto_falls_back_to_plain_text_when_json_mode_is_refused_too(

@@ -10,8 +10,7 @@ import pytest
 
 from graphmem.chunking import ESTIMATE, TiktokenCounter, token_counter
 from graphmem.config import LLMConfig
-from graphmem.extraction import ExtractionContext
-from graphmem.extraction import prompt
+from graphmem.extraction import ExtractionContext, prompt
 from graphmem.extraction.llm import _EXTRACTION, LLMExtractor
 from graphmem.extraction.vocabulary import index_for, select
 from graphmem.ontology import Ontology
@@ -76,7 +75,8 @@ def test_closure_brings_domain_range_superclasses_and_inverse(ontology: Ontology
     assert {"childOf", "parentOf"} <= names(ontology, family.all_relations)  # "daughter of" names childOf
     [line] = [x for x in prompt.chunk_vocabulary(ontology, "Iris: My daughter Lily is six.").splitlines()
               if x.startswith("- childOf:")]
-    assert line.startswith("- childOf: Person -> Person [inverse of parentOf]: ") and line.endswith("(text: daughter of)")
+    assert line.startswith("- childOf: Person -> Person [inverse of parentOf]: ")
+    assert line.endswith("(text: daughter of)")
 
 
 def test_dates_and_numbers_bring_the_literal_relations(ontology: Ontology) -> None:
