@@ -1,9 +1,12 @@
 """The text the LLM extractor sends: instructions, the ontology vocabulary, the per-chunk context.
 
-The system prompt is split into a static prefix (instructions and vocabulary, the same for every chunk
-of one ontology, so servers with prefix caching reuse it) and a per-chunk context (reference time,
-speakers, numbered existing memories and entities). Existing items are shown only by small numbers:
-the model can point at them but cannot produce a stored id.
+The system prompt starts with a prefix that is byte-identical for every chunk of one ontology and
+output mode (instructions, the answer's shape in JSON mode, the always-on core vocabulary), so servers
+with prompt caching reuse it. After it comes what varies: the rest of the vocabulary pruned to what the
+chunk can use (:mod:`.vocabulary`), then the reference time, speakers, and the numbered existing
+memories and entities. Existing items are shown only by small numbers: the model can point at them but
+cannot produce a stored id. No few-shot example is sent: each would cost more than the whole pruned
+vocabulary of a typical chunk.
 """
 
 from __future__ import annotations
