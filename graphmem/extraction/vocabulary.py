@@ -47,7 +47,7 @@ CUES: Final[Mapping[str, tuple[str, ...]]] = {
     "parentOf": ("kids", "children", "son", "daughter", "baby"),
     "owns": ("adopted", "pet", "dog", "cat", "bought"),
     "dislikes": ("don't eat", "don't like", "hate", "not a fan"),
-    "heldAt": ("going to", "in"),
+    "heldAt": ("going to",),
     "attended": ("going to", "meeting", "sync", "check-up", "appointment"),
     "citizenOf": ("citizen", "passport", "nationality", *COUNTRY_OF_DEMONYM),
     "studiedAt": ("thesis", "degree", "student", "studying", "phd", "master's"),
@@ -57,11 +57,14 @@ CUES: Final[Mapping[str, tuple[str, ...]]] = {
     "University": ("college", "phd", "thesis"),
 }
 """Surface forms of default-ontology terms beyond their labels and altLabels, found missing by
-``bench/prompt_size.py`` on the gold set (an ontology's own forms belong in its ``skos:altLabel``s)."""
+``bench/prompt_size.py`` on the gold set; only for terms in the default namespace (an ontology's own
+forms belong in its ``skos:altLabel``s)."""
+DEFAULT_NAMESPACE: Final = "https://graphmem.dev/ontology#"
 MAX_CLASS_RELATIONS: Final = 6
+"""A class named in the text brings the relations that start or end at it, unless it has more than this
+many (Person: its relations must be named themselves)."""
 _DATE_WORDS: Final = frozenset({*MONTHS, *WEEKDAYS, "today", "tomorrow", "yesterday", "tonight", "week", "month",
-                                "year", "weekend", "due", "deadline", "since", "until", "born", "birthday", "am",
-                                "pm", "noon"})
+                                "year", "weekend", "due", "deadline", "since", "until", "born", "birthday", "noon"})
 _DATE_PATTERN: Final = re.compile(
     r"\b\d{4}-\d{2}(?:-\d{2})?\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b\d{1,2}\s*(?:am|pm)\b", re.I)
 _NUMBER: Final = re.compile(r"(?<![\d.:/-])\d{1,3}(?:[.,]\d+)?(?![\d:/-])")
@@ -146,7 +149,7 @@ class VocabularyIndex:
         items: list[ClassInfo | RelationInfo] = [*ontology.classes.values(), *ontology.relations.values()]
         for item in items:
             seen: set[tuple[tuple[frozenset[str], ...], str | None]] = set()
-            cues = CUES.get(item.name, ())
+            cues = CUES.get(item.name, ()) if item.iri.startswith(DEFAULT_NAMESPACE) else ()
             for surface in dict.fromkeys((item.name, item.label, *item.alt_labels, *cues)):
                 words = _words(surface)
                 content = [w for w in words if w not in _FUNCTION_WORDS] or words
