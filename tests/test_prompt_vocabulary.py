@@ -185,3 +185,19 @@ def test_requests_share_the_prefix_and_carry_their_own_vocabulary(server: Standi
     assert "- speaks: Person -> Language" in first and "- speaks:" not in second
     assert "- siblingOf:" in second and "- siblingOf:" not in first
     assert len(first) < 0.6 * len(prompt.system_prompt(context(ontology), None))
+
+
+@pytest.mark.parametrize(("text", "relation"), [
+    ("Sara: My mom lives in Cork.", "parentOf"),  # altLabel "mom of"
+    ("Jon: I'm married to Eva.", "marriedTo"),
+    ("Li: I'm learning Korean.", "speaks"),  # "is learning"
+    ("Ida: My boss is Karl.", "reportsTo"),
+    ("Al: I can't stand cilantro.", "dislikes"),  # "can't stand", contraction read as "ca not"
+    ("Bo: I co-founded Zest in 2019.", "founded"),
+    ("Di: I'm a member of the rowing club.", "memberOf"),
+    ("Fay: I wrote a book on bees.", "authored"),
+    ("Ivy: Ken and I are cousins.", "relativeOf"),  # "cousin of", plural in the text
+    ("Kim: I'm Canadian.", "citizenOf"),  # a demonym
+])
+def test_phrasings_outside_the_gold_set_name_their_relation(ontology: Ontology, text: str, relation: str) -> None:
+    assert relation in names(ontology, select(ontology, text).all_relations)
