@@ -20,6 +20,7 @@ them it counts with graphmem's conservative offline estimate and says so.
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import os
@@ -34,6 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from chunking import offline_tiktoken  # bench/chunking.py: vocabularies from a folder, never downloaded
+
 from graphmem.chunking import ESTIMATE
 from graphmem.extraction import prompt
 from graphmem.extraction.llm import _EXTRACTION
@@ -43,18 +46,15 @@ from graphmem.ontology import Ontology
 
 ROOT = Path(__file__).resolve().parents[1]
 ENCODINGS = ("cl100k_base", "o200k_base")
-_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
 
 def counters(vocab_dir: Path | None) -> dict[str, Callable[[str], int]]:
     """Exact tiktoken counters when the vocabularies are at hand, else the offline estimate."""
-    if vocab_dir is not None:  # seed a private cache under the names tiktoken looks up
-        cache = Path(tempfile.mkdtemp(prefix="prompt-size-tiktoken-"))
-        for name in ENCODINGS:
-            src = vocab_dir / f"{name}.tiktoken"
-            if src.exists():
-                shutil.copyfile(src, cache / hashlib.sha1(_URL.format(name).encode()).hexdigest())
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    if vocab_dir is not None:  # tiktoken checks their SHA-256 and caches a copy: in a private folder
+        private = tempfile.mkdtemp(prefix="prompt-size-tiktoken-")
+        atexit.register(shutil.rmtree, private, ignore_errors=True)
+        os.environ["TIKTOKEN_CACHE_DIR"] = private
+    offline_tiktoken(vocab_dir)
     out: dict[str, Callable[[str], int]] = {}
     try:
         import tiktoken
