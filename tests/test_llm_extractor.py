@@ -122,13 +122,16 @@ def test_good_answer_parses_and_request_carries_context(server: StandinServer, c
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert body["messages"][1]["content"] == CHUNK
     system = system_text(body)
-    # ontology vocabulary: classes with parent, synonyms, definition; relations with domain -> range and marks
-    assert "- City < Place (also: hometown, municipality, town, village): A settlement" in system
-    assert "- livesIn: Person -> Place [functional] (also: home is in," in system
-    assert "- childOf: Person -> Person [inverse of parentOf]" in system
-    assert "- colleagueOf: Person -> Person [symmetric]" in system
+    # ontology vocabulary (pruned to the chunk, see tests/test_prompt_vocabulary.py): classes with parent and
+    # definition; relations with domain -> range, marks, and the chunk's words that named them
+    assert "- City < Place: A settlement" in system
+    assert "- livesIn: Person -> Place [functional]: The place where the person lives now." in system
+    assert "- worksFor: Person -> Organization [inverse of employs]" in system
     assert "- locatedIn: Thing -> Place [transitive]" in system
-    assert "- birthDate: Organism -> xsd:date [functional]" in system and "xsd:date YYYY-MM-DD" in system
+    assert "- livedIn: Person -> Place: A place where the person lived in the past." in system
+    assert "(text: moved from)" in system
+    assert "- birthDate: Organism -> xsd:date [functional]" in system and "date YYYY-MM-DD" in system
+    assert "- childOf:" not in system  # nothing in the chunk names it
     # reference time, speakers, numbered memories and entities
     assert "Reference time: 2024-05-14T10:30+00:00, a Tuesday" in system
     assert "Speakers: Maya" in system
@@ -171,7 +174,7 @@ def test_json_object_fallback_after_400_is_remembered(server: StandinServer, con
     assert kinds == ["json_schema", "json_object", "json_object"]  # asked once, then remembered
     assert ex.mode == "json_object" and ex.stats.fallbacks == 1
     system = system_text(server.chat_requests[-1])
-    assert 'The JSON object has exactly this shape:\n{"memories": [{"text": string' in system
+    assert 'exactly this shape (all keys present, [x] = list of x):\n{"memories": [{"text": str' in system
 
 
 def test_auto_falls_back_to_plain_text_when_json_mode_is_refused_too(

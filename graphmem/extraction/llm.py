@@ -420,7 +420,9 @@ class LLMExtractor(Extractor):
             elif mode == "json_object":
                 params["response_format"] = {"type": "json_object"}
             shape = None if mode == "json_schema" else _EXTRACTION.shape
-            system: ChatCompletionMessageParam = {"role": "system", "content": prompt.system_prompt(context, shape)}
+            chunk = str(tail[0].get("content") or "")  # the chunk: first in every tail sent
+            system: ChatCompletionMessageParam = {"role": "system",
+                                                  "content": prompt.system_prompt(context, shape, chunk)}
             with self._lock:
                 self.stats.calls += 1
             try:

@@ -1,9 +1,12 @@
 """The text the LLM extractor sends: instructions, the ontology vocabulary, the per-chunk context.
 
-The system prompt is split into a static prefix (instructions and vocabulary, the same for every chunk
-of one ontology, so servers with prefix caching reuse it) and a per-chunk context (reference time,
-speakers, numbered existing memories and entities). Existing items are shown only by small numbers:
-the model can point at them but cannot produce a stored id.
+The system prompt starts with a prefix that is byte-identical for every chunk of one ontology and
+output mode (instructions, the answer's shape in JSON mode, the always-on core vocabulary), so servers
+with prompt caching reuse it. After it comes what varies: the rest of the vocabulary pruned to what the
+chunk can use (:mod:`.vocabulary`), then the reference time, speakers, and the numbered existing
+memories and entities. Existing items are shown only by small numbers: the model can point at them but
+cannot produce a stored id. No few-shot example is sent: each would cost more than the whole pruned
+vocabulary of a typical chunk.
 """
 
 from __future__ import annotations
@@ -11,16 +14,18 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from ..chunking.tokens import ESTIMATE
 from ..ontology import Ontology
 from ..ontology.model import ClassInfo, RelationInfo
 from ..ontology.naming import normalize_surface
 from .schema import ExtractionContext, Rejection
+from .vocabulary import select
 
-MAX_DEFINITION_CHARS: Final = 220
+MAX_DEFINITION_CHARS: Final = 120
 """A definition longer than this is cut at a sentence end: the vocabulary must stay compact."""
 MAX_KNOWN_CHARS: Final = 400
 """An existing memory longer than this is shown shortened (the model only needs to recognise it)."""
@@ -29,48 +34,45 @@ _PREFIXED_TERM: Final = re.compile(r"\b[A-Za-z][\w.-]*:[A-Za-z_][\w-]*\b")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
 
 INSTRUCTIONS: Final = """\
-You turn one part of a conversation into long-term memory for an AI agent: memories, entities and \
-knowledge-graph triples. Lines of the conversation start with the speaker ("Name: text"). Answer with \
-one JSON object with the keys "memories", "entities" and "triples" and nothing else.
+Turn one part of a conversation into long-term memory for an AI agent. Lines start with the speaker \
+("Name: text"). Answer with only a JSON object with the keys "memories", "entities" and "triples".
 
-memories: facts worth remembering later (preferences, plans, relationships, biography, decisions, \
-events, how the user wants things done). Skip greetings, small talk, questions that state no fact, and \
-facts that an existing memory already says unchanged.
-- text: one self-contained statement in the third person that names who it is about, never "I", "you" \
-or "he" ("Maya Lopez moved to Lisbon in March 2024", not "I moved there").
-- memory_type: "semantic" for lasting facts and preferences, "episodic" for something that happened or \
-will happen at a time, "procedural" for instructions on how the agent should do something.
-- event_time: for episodic memories, when it happened, resolved against the reference time below \
-("yesterday", "last week", "next Tuesday"); YYYY-MM-DD, or an ISO-8601 date-time when the time of day \
-is stated; null when unknown.
-- attributed_to: the speaker who stated the fact or holds the preference; null when unclear.
-- replaces: the number of an existing memory that this one corrects or updates; else null.
+memories: facts worth remembering (preferences, plans, relationships, biography, events, how the user \
+wants things done); skip small talk, questions and facts an existing memory states unchanged.
+- text: one self-contained third-person statement naming who it is about ("Maya Lopez moved to Lisbon \
+in March 2024", never "I moved there").
+- memory_type: "semantic" (lasting fact), "episodic" (happens at a time), "procedural" (how the agent \
+should act).
+- event_time: episodic only, resolved against the reference time: YYYY-MM-DD (ISO 8601 with a stated \
+time of day); else null.
+- attributed_to: the speaker who stated it; null when unclear.
+- replaces: number of the existing memory it corrects or updates; else null.
 
 entities: every entity a triple mentions.
-- name: its full proper name as written ("Maya Lopez", "Acme Corp"). When it is a known entity listed \
-below, use that entity's name exactly and set existing to its number; else existing is null.
-- type: the most specific class from the class list that fits; null if none does.
-- aliases: other names the text uses for it (nicknames, short forms); else [].
+- name: full name as written; for a known entity below, its name exactly and existing = its number \
+(else null).
+- type: the most specific fitting class from the lists; null if none fits.
+- aliases: other names the text uses for it; else [].
 
-triples: facts between entities, one per relation instance.
-- relation: a relation name from the relation list, in its direction (subject class -> object class). \
-Use the most specific relation that fits. Never invent a relation or a class: a fact that no listed \
-relation captures stays a memory only.
-- source and target: entity names from your entities list. For a relation whose object is a literal \
-(xsd:...), target is the value in its lexical form: xsd:date YYYY-MM-DD, xsd:dateTime ISO 8601, \
-xsd:integer digits only, xsd:decimal like 12.5, xsd:boolean true/false, xsd:anyURI an absolute URL, \
-strings as stated.
-- valid_from: YYYY-MM-DD from which the fact holds, when the text says so (e.g. the date of a move); \
-else null.
-- memory: the 0-based position, in your memories list, of the memory that states the triple.
+triples: facts between entities.
+- relation: the most specific listed relation, in its direction (subject -> object). Never invent a \
+relation or class: a fact no relation captures stays a memory only.
+- source, target: entity names from your entities; for an xsd literal target, its lexical form (date \
+YYYY-MM-DD, dateTime ISO 8601, integer digits, decimal 12.5, boolean true/false, anyURI absolute URL).
+- valid_from: YYYY-MM-DD from which it holds, if stated (the date of a move); else null.
+- memory: 0-based index of the memory that states it.
 
-Numbers in square brackets refer to the existing memories and known entities listed at the end. \
-Use only those numbers; never make up ids."""
+Numbers in [brackets] refer to the existing memories and known entities at the end; use no others."""
 
 LEGEND: Final = """\
-Marks: functional = one current value, a newer value replaces the old; symmetric = holds both ways, \
-state it once; transitive = chains (A in B, B in C); inverse of X = the same fact seen from the other \
-side, use either."""
+Marks: functional = one current value, a newer one replaces it; symmetric = holds both ways, state it \
+once; transitive = chains; inverse of X = the same fact from the other side, use either."""
+CORE_HEADING: Final = "VOCABULARY (class < parent: definition; relation: subject -> object [marks]: definition)"
+CHUNK_HEADING: Final = "MORE VOCABULARY FOR THIS TEXT (\"text:\" = the words that name it here)"
+MAX_CHUNK_VOCABULARY_TOKENS: Final = 800
+"""The per-chunk vocabulary (by the conservative offline token estimate) above which it is shortened:
+definitions of classes, then of relations, then the "text:" notes are left out. A long, varied chunk
+still gets a prompt of bounded size and every term it can use."""
 
 
 def _one_line(text: str | None, limit: int = MAX_DEFINITION_CHARS) -> str:
@@ -105,58 +107,86 @@ class _Names:
         return _PREFIXED_TERM.sub(lambda m: self._short.get(m.group(0), m.group(0)), _one_line(definition))
 
 
-def _synonyms(name: str, label: str, alt_labels: Sequence[str]) -> list[str]:
-    """Label and altLabels, minus those that only restate the local name (``person`` for ``Person``)."""
-    seen = {normalize_surface(name)}
-    out = []
-    for s in (label, *alt_labels):
-        key = normalize_surface(s)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(s)
-    return out
+def _definition(text: str | None, names: _Names, marks: Sequence[str]) -> str:
+    """The first sentences of a definition, without those that only restate a mark ("Functional: …")."""
+    flat = " ".join((text or "").split())
+    kept = [x for x in _SENTENCE_END.split(flat)
+            if not any(x.casefold().startswith(m.split()[0].casefold()) for m in marks)]
+    return names.text(" ".join(kept))
 
 
-def _class_line(c: ClassInfo, names: _Names) -> str:
-    head = c.name
-    if c.parents:
-        head += f" < {names.names(c.parents, '')}"
-    syn = _synonyms(c.name, c.label, c.alt_labels)
-    if syn:
-        head += f" (also: {', '.join(syn)})"
-    definition = names.text(c.definition)
-    return f"- {head}: {definition}" if definition else f"- {head}"
+def _said(item: ClassInfo | RelationInfo, matched: Sequence[str]) -> str:
+    """The chunk's words for a term, minus those that only restate its name."""
+    own = normalize_surface(item.name)
+    shown = [m for m in dict.fromkeys(matched) if normalize_surface(m) != own]
+    return f" (text: {', '.join(shown)})" if shown else ""
 
 
-def _relation_line(r: RelationInfo, names: _Names) -> str:
+def _class_line(c: ClassInfo, names: _Names, *, definition: bool, matched: Sequence[str] = ()) -> str:
+    head = c.name + (f" < {names.names(c.parents, '')}" if c.parents else "")
+    text = _definition(c.definition, names, ()) if definition else ""
+    return f"- {head}{': ' + text if text else ''}{_said(c, matched)}"
+
+
+def _relation_line(r: RelationInfo, names: _Names, shown: Collection[str], *, definition: bool,
+                   matched: Sequence[str] = ()) -> str:
+    """``shown``: the relations the prompt lists, so that "inverse of X" only names a listed X."""
     rng = "|".join(names.name(x) for x in r.range) or ("Thing" if r.kind == "object" else "literal")
     head = f"{r.name}: {names.names(r.domain, 'Thing')} -> {rng}"
     marks = [m for m, on in (("functional", r.functional), ("symmetric", r.symmetric),
                              ("transitive", r.transitive)) if on]
-    if r.inverse:
+    if r.inverse and r.inverse in shown:
         marks.append(f"inverse of {names.name(r.inverse)}")
     if marks:
         head += f" [{', '.join(marks)}]"
-    syn = _synonyms(r.name, r.label, r.alt_labels)
-    if syn:
-        head += f" (also: {', '.join(syn)})"
-    definition = names.text(r.definition)
-    for restated in marks:  # "Symmetric." in a definition only repeats the mark
-        definition = re.sub(rf"(?:^|\s){re.escape(restated)}\.(?=\s|$)", "", definition, flags=re.I).strip()
-    return f"- {head}: {definition}" if definition else f"- {head}"
+    text = _definition(r.definition, names, marks) if definition else ""
+    return f"- {head}{': ' + text if text else ''}{_said(r, matched)}"
+
+
+def _lines(ontology: Ontology, classes: Sequence[str], relations: Sequence[str], shown: Collection[str], *,
+           class_definitions: bool = True, relation_definitions: bool = True,
+           matched: Mapping[str, Sequence[str]] | None = None, bare: Collection[str] = ()) -> list[str]:
+    """``bare``: classes shown without their definition (listed only so that others can be read)."""
+    names = _Names(ontology)
+    found = matched or {}
+    out = [_class_line(ontology.classes[c], names, definition=class_definitions and c not in bare,
+                       matched=found.get(c, ())) for c in classes]
+    out += [_relation_line(ontology.relations[r], names, shown, definition=relation_definitions,
+                           matched=found.get(r, ())) for r in relations]
+    return out
 
 
 def vocabulary(ontology: Ontology) -> str:
-    """The ontology as the model needs it: one line per class and per relation."""
-    names = _Names(ontology)
-    classes = sorted(ontology.classes.values(), key=lambda c: c.name.casefold())
-    relations = sorted(ontology.relations.values(), key=lambda r: r.name.casefold())
-    lines = ["CLASSES (name < parent (also: synonyms): definition)"]
-    lines += [_class_line(c, names) for c in classes]
-    lines += ["", "RELATIONS (name: subject class -> object class or xsd literal [marks] (also: synonyms): definition)"]
-    lines += [_relation_line(r, names) for r in relations]
-    lines += [LEGEND]
-    return "\n".join(lines)
+    """The whole ontology as the model reads it: one line per class and per relation."""
+    classes = sorted(ontology.classes, key=lambda i: ontology.classes[i].name.casefold())
+    relations = sorted(ontology.relations, key=lambda i: ontology.relations[i].name.casefold())
+    return "\n".join([CORE_HEADING, *_lines(ontology, classes, relations, set(ontology.relations)), LEGEND])
+
+
+def core_vocabulary(ontology: Ontology) -> str:
+    """The always-on terms: the same for every chunk, so they belong to the cached prefix."""
+    sel = select(ontology, "")
+    lines = _lines(ontology, sel.core_classes, sel.core_relations, sel.all_relations, bare=sel.closure_only)
+    return "\n".join([CORE_HEADING, *lines, LEGEND])
+
+
+def chunk_vocabulary(ontology: Ontology, chunk: str) -> str:
+    """The terms ``chunk`` can use beyond the core; definitions go first when it would exceed
+    :data:`MAX_CHUNK_VOCABULARY_TOKENS`. Empty when the core covers it."""
+    sel = select(ontology, chunk)
+    if not sel.classes and not sel.relations:
+        return ""
+    shown = sel.all_relations
+    text = ""
+    for class_defs, relation_defs, notes in ((True, True, True), (False, True, True), (False, False, True),
+                                             (False, False, False)):
+        lines = _lines(ontology, sel.classes, sel.relations, shown, class_definitions=class_defs,
+                       relation_definitions=relation_defs, matched=sel.matched if notes else None,
+                       bare=sel.closure_only)
+        text = "\n".join([CHUNK_HEADING if notes else CHUNK_HEADING.split(" (")[0], *lines])
+        if ESTIMATE.count(text) <= MAX_CHUNK_VOCABULARY_TOKENS:
+            break
+    return text
 
 
 def json_shape(schema: dict[str, Any]) -> str:
@@ -166,13 +196,13 @@ def json_shape(schema: dict[str, Any]) -> str:
         if "anyOf" in node:
             return "|".join(shape(v) for v in node["anyOf"])
         if "enum" in node:
-            return '"' + "|".join(str(v) for v in node["enum"]) + '"'
+            return "|".join(str(v) for v in node["enum"])
         kind = node.get("type")
         if kind == "object":
             return "{" + ", ".join(f'"{k}": {shape(v)}' for k, v in node.get("properties", {}).items()) + "}"
         if kind == "array":
-            return f"[{shape(node.get('items', {}))}, ...]"
-        return {"string": "string", "integer": "int", "number": "number", "boolean": "bool",
+            return f"[{shape(node.get('items', {}))}]"
+        return {"string": "str", "integer": "int", "number": "num", "boolean": "bool",
                 "null": "null"}.get(str(kind), "value")
 
     return shape(schema)
@@ -194,8 +224,8 @@ class _Cache:
                 return self._items[key]
         text = INSTRUCTIONS
         if shape:
-            text += f"\n\nThe JSON object has exactly this shape:\n{shape}"
-        text += "\n\n" + vocabulary(ontology)
+            text += f"\n\nThe JSON object has exactly this shape (all keys present, [x] = list of x):\n{shape}"
+        text += "\n\n" + core_vocabulary(ontology)
         with self._lock:
             self._items[key] = text
             while len(self._items) > self._size:
@@ -207,7 +237,8 @@ _CACHE: Final = _Cache()
 
 
 def static_prompt(ontology: Ontology, shape: str | None = None) -> str:
-    """Instructions plus vocabulary; ``shape`` (JSON mode only) spells out the answer's structure."""
+    """Instructions, the answer's shape (JSON mode only) and the core vocabulary: byte-identical for
+    every chunk of one ontology and mode, so servers with prompt caching reuse it."""
     return _CACHE.get(ontology, shape)
 
 
@@ -248,8 +279,19 @@ def context_block(context: ExtractionContext) -> str:
     return "\n\n".join(parts)
 
 
-def system_prompt(context: ExtractionContext, shape: str | None = None) -> str:
-    return static_prompt(context.ontology, shape) + "\n\n" + context_block(context)
+def system_prompt(context: ExtractionContext, shape: str | None = None, chunk: str | None = None) -> str:
+    """The stable prefix, then what varies: the vocabulary ``chunk`` can use beyond the core (every
+    other term when no chunk is given) and the context block."""
+    prefix = static_prompt(context.ontology, shape)
+    if chunk is None:
+        onto = context.ontology
+        sel = select(onto, "")
+        rest_c = sorted(set(onto.classes) - sel.all_classes, key=lambda i: onto.classes[i].name.casefold())
+        rest_r = sorted(set(onto.relations) - sel.all_relations, key=lambda i: onto.relations[i].name.casefold())
+        more = "\n".join([CHUNK_HEADING.split(" (")[0], *_lines(onto, rest_c, rest_r, set(onto.relations))])
+    else:
+        more = chunk_vocabulary(context.ontology, chunk)
+    return prefix + "\n\n" + (more + "\n\n" if more else "") + context_block(context)
 
 
 def corrective(error: str) -> str:
