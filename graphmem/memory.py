@@ -17,9 +17,10 @@ from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import inputs
 from . import mem0 as compat
-from .config import MemoryConfig
-from .embedding import Embedder, create_embedder
-from .errors import InvalidInputError, NotFoundError, ScopeError, short
+from .config import MemoryConfig, display_uri
+from .embedding import Embedder, EmbedderPin, create_embedder
+from .embedding.pin import reembed_args
+from .errors import EmbedderMismatchError, InvalidInputError, NotFoundError, ScopeError, short
 from .extraction import Extractor
 from .inputs import MessagesInput
 from .models import (
@@ -40,8 +41,10 @@ from .pipeline.steps import Call, Steps, Work, arun, run
 from .pipeline.update import update as update_memory
 from .search.access import AccessLog
 from .stores import Store, create_store
+from .stores.base import StoreInfo
 
 if TYPE_CHECKING:
+    from .embedding.reembed import ReembedProgress
     from .ontology import Guard, Ontology
     from .search.rerank import CrossEncoderReranker, Reranker
     from .transfer import BatchDone
@@ -100,15 +103,66 @@ class Memory:
         mem0's unscoped by-id calls for the ids it has returned (:class:`~graphmem.mem0.ScopeMemo`)."""
         self.config = compat.load_config(config)
         self._ids = compat.ScopeMemo() if compat.is_mem0_config(config) else None
-        self.embedder = embedder or create_embedder(self.config.embedder)
         self.store = store or create_store(self.config)
+        self.embedder = self._pinned_embedder(embedder)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
+        self._extractor_given = extractor
         self._parts = Parts(self.config, self.store, self.embedder, extractor=extractor)
         self._ingestor = Ingestor(self._parts)
         self._engines = self._parts.engines()
         self._reranker_given = reranker
         self._reranker_loaded: CrossEncoderReranker | None = None
         self._access = AccessLog()
+
+    def _store_label(self) -> str:
+        cfg = self.config.store
+        return str(self.config.sqlite_path()) if cfg.provider == "sqlite" else display_uri(cfg.uri)
+
+    def _pinned_embedder(self, given: Embedder | None) -> Embedder:
+        """The embedder given or configured, checked against the one the store recorded at creation
+        (``auto`` takes that one): another one raises before anything is opened or written."""
+        recorded = self.store.recorded_embedder()
+        pin = EmbedderPin.parse(*recorded) if recorded is not None else None
+        embedder = given or create_embedder(self.config.embedder, pinned=pin, where=self._store_label())
+        if pin is not None and (pin.name, pin.dims) != (embedder.name, embedder.dims):
+            raise EmbedderMismatchError(
+                f"the store at {self._store_label()} was created with the embedder {pin.describe()}, but "
+                f"{embedder.name!r} ({embedder.dims} dimensions) is configured; set embedder.provider: auto "
+                f"to keep the store's, or move the store with `graphmem reembed {reembed_args(embedder)}` "
+                "(Memory.reembed)")
+        return embedder
+
+    def reembed(
+        self, embedder: Embedder | dict[str, Any] | str, *, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None, batch_size: int = 256,
+        progress: Callable[[ReembedProgress], None] | None = None,
+    ) -> dict[str, Any]:
+        """Move the store to another embedder: every memory and entity name embedded again in batches
+        of ``batch_size``, staged beside the live vectors, then switched with the store's recorded
+        embedder in one transaction (see :mod:`graphmem.embedding.reembed`). A failure midway leaves
+        the store searchable on its old embedder; calling again resumes. With a scope, only its rows
+        are staged, and the switch waits until the other scopes are done too (``switched``).
+        ``embedder``: a provider name, embedder settings, or an embedder. Other processes that have
+        the store open keep the old embedder until they open it again."""
+        from .embedding.reembed import reembed as run_reembed
+
+        scope = None if user_id is None and agent_id is None and run_id is None else Scope.of(user_id, agent_id, run_id)
+        if isinstance(embedder, str):
+            embedder = {"provider": embedder}
+        new = embedder if isinstance(embedder, Embedder) else create_embedder(
+            self.config.embedder.model_validate({**self.config.embedder.model_dump(), **embedder}),
+            where=self._store_label())
+        if progress is not None and not callable(progress):
+            raise InvalidInputError(f"progress is a function, got {short(progress)}")
+        previous = self.embedder.name
+        out = run_reembed(self.store, new, scope, batch=_batch(batch_size), progress=progress)
+        if out["switched"]:
+            self.embedder = new
+            self.info = StoreInfo(self.info.backend, self.info.location, new.name, new.dims)
+            self._parts = Parts(self.config, self.store, new, extractor=self._extractor_given)
+            self._ingestor = Ingestor(self._parts)
+            self._engines = self._parts.engines()
+        return {**out, "previous": previous}
 
     @property
     def ontology(self) -> Ontology:
