@@ -567,6 +567,59 @@ def migrate(
     _summary(result, as_json)
 
 
+# -- reembed (Memory.reembed) ---------------------------------------------------------------------
+
+
+@app.command()
+def reembed(
+    embedder: Annotated[str, typer.Option("--embedder", "-e", help="openai, sentence-transformers or hashing.")],
+    model: Annotated[str | None, typer.Option(help="Model name (default: the provider's).")] = None,
+    dims: Annotated[int | None, typer.Option(help="Vector size (hashing; OpenAI models that take one).")] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts embedded and staged per batch.")] = 256,
+    progress: Annotated[bool, typer.Option(help="A progress bar on stderr.")] = True,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Move the store to another embedder: every memory and entity name embedded again, switched in one
+    transaction at the end (a failure leaves the old embedder in place; run it again to resume).
+    Without a scope: the whole store."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .config import MemoryConfig
+    from .memory import Memory
+
+    def opened() -> Memory:  # the store's own embedder, whatever the configuration names
+        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+        return Memory(cfg.model_copy(update={"embedder": cfg.embedder.model_copy(update={"provider": "auto"})}))
+
+    scope = _scope(user_id, agent_id, run_id)
+    spec: dict[str, Any] = {"provider": embedder, "model": model, "dims": dims}
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=err_console, disable=not progress)
+    tasks: dict[str, Any] = {}
+
+    def report(p: Any) -> None:
+        if p.kind not in tasks:
+            tasks[p.kind] = bar.add_task(f"re-embedding {p.kind} {'texts' if p.kind == 'memory' else 'names'}",
+                                         total=p.total)
+        bar.update(tasks[p.kind], completed=p.done, total=p.total)
+
+    with _run(opened) as m, bar:
+        result = _run(lambda: m.reembed(spec, **scope, all_scopes=not any(scope.values()),
+                                        batch_size=batch_size, progress=report))
+    if as_json:
+        console.print_json(json.dumps(result, ensure_ascii=False))
+    elif result["switched"]:
+        console.print(f"{result['previous']} → {result['embedder']}: {result['memories']} memories, "
+                      f"{result['entities']} entity names re-embedded; the store now uses {result['embedder']}",
+                      highlight=False)
+    else:
+        console.print(f"staged {result['memories']} memories and {result['entities']} entity names for "
+                      f"{result['embedder']}; {result['left']} rows in other scopes are not re-embedded yet, so "
+                      f"the store stays on {result['previous']} until they are (run graphmem reembed for them, "
+                      "or without a scope)", highlight=False)
+
+
 @app.command()
 def cypher(
     query: Annotated[str, typer.Argument(help="A read-only Cypher query (Neo4j store); '-' reads it from stdin.")],

@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from pydantic import ValidationError
+
 from . import inputs
 from . import mem0 as compat
-from .config import MemoryConfig, display_uri
+from .config import EmbedderConfig, MemoryConfig, display_uri
 from .embedding import Embedder, EmbedderPin, create_embedder
 from .embedding.pin import reembed_args
 from .errors import EmbedderMismatchError, InvalidInputError, NotFoundError, ScopeError, short
@@ -134,28 +136,29 @@ class Memory:
 
     def reembed(
         self, embedder: Embedder | dict[str, Any] | str, *, user_id: str | None = None, agent_id: str | None = None,
-        run_id: str | None = None, batch_size: int = 256,
+        run_id: str | None = None, all_scopes: bool = False, batch_size: int = 256,
         progress: Callable[[ReembedProgress], None] | None = None,
     ) -> dict[str, Any]:
         """Move the store to another embedder: every memory and entity name embedded again in batches
-        of ``batch_size``, staged beside the live vectors, then switched with the store's recorded
-        embedder in one transaction (see :mod:`graphmem.embedding.reembed`). A failure midway leaves
-        the store searchable on its old embedder; calling again resumes. With a scope, only its rows
-        are staged, and the switch waits until the other scopes are done too (``switched``).
-        ``embedder``: a provider name, embedder settings, or an embedder. Other processes that have
-        the store open keep the old embedder until they open it again."""
+        of ``batch_size``, staged beside the live vectors, then switched together with the store's
+        recorded embedder in one transaction (see :mod:`graphmem.embedding.reembed`). A failure midway
+        leaves the store searchable on its old embedder; calling again resumes. ``all_scopes=True``
+        does the whole store; with a scope only its rows are staged, and the switch waits until the
+        other scopes are staged too (``switched``). ``embedder``: a provider name, embedder settings
+        (``{"provider": "openai", "model": ...}``) or an embedder. Other processes that have the
+        store open must open it again afterwards."""
         from .embedding.reembed import reembed as run_reembed
 
-        scope = None if user_id is None and agent_id is None and run_id is None else Scope.of(user_id, agent_id, run_id)
-        if isinstance(embedder, str):
-            embedder = {"provider": embedder}
-        new = embedder if isinstance(embedder, Embedder) else create_embedder(
-            self.config.embedder.model_validate({**self.config.embedder.model_dump(), **embedder}),
-            where=self._store_label())
+        scope = self._transfer_scope(user_id, agent_id, run_id, all_scopes)
+        batch = _batch(batch_size)
         if progress is not None and not callable(progress):
             raise InvalidInputError(f"progress is a function, got {short(progress)}")
+        new = self._embedder_of(embedder)
         previous = self.embedder.name
-        out = run_reembed(self.store, new, scope, batch=_batch(batch_size), progress=progress)
+        if (new.name, new.dims) == (previous, self.embedder.dims):
+            return {"embedder": previous, "dims": new.dims, "memories": 0, "entities": 0, "switched": True,
+                    "left": 0, "previous": previous}
+        out = run_reembed(self.store, new, scope, batch=batch, progress=progress)
         if out["switched"]:
             self.embedder = new
             self.info = StoreInfo(self.info.backend, self.info.location, new.name, new.dims)
@@ -163,6 +166,22 @@ class Memory:
             self._ingestor = Ingestor(self._parts)
             self._engines = self._parts.engines()
         return {**out, "previous": previous}
+
+    def _embedder_of(self, spec: Embedder | dict[str, Any] | str) -> Embedder:
+        if isinstance(spec, Embedder):
+            return spec
+        if isinstance(spec, str):
+            spec = {"provider": spec}
+        if not isinstance(spec, dict):
+            raise InvalidInputError(f"embedder is a provider name, embedder settings or an Embedder, got {short(spec)}")
+        try:
+            config = EmbedderConfig.model_validate({**self.config.embedder.model_dump(), **spec})
+        except ValidationError as exc:  # names the fields, never the values (an api_key may be one)
+            fields = ", ".join(".".join(map(str, e["loc"])) or "embedder" for e in exc.errors())
+            raise InvalidInputError(f"invalid embedder settings: {fields}") from None
+        if config.provider == "auto":
+            raise InvalidInputError("reembed needs a provider (openai, sentence-transformers, hashing), not auto")
+        return create_embedder(config, where=self._store_label())
 
     @property
     def ontology(self) -> Ontology:
