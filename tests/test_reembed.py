@@ -235,3 +235,18 @@ def test_cli_reembed_with_progress(tmp_path: Path) -> None:
     found = runner.invoke(app, ["search", "Lisbon", "--user-id", uid],
                           env={**env, "GRAPHMEM_EMBEDDER__PROVIDER": "auto"})
     assert found.exit_code == 0 and "Maya lives in Lisbon" in found.output
+
+
+def test_recorded_names_parse_back_to_embedders() -> None:
+    from graphmem.config import EmbedderConfig
+    from graphmem.embedding import EmbedderPin
+
+    assert EmbedderPin.parse("hashing-v1-256", 256).config(EmbedderConfig()).dims == 256
+    ollama = EmbedderPin.parse("openai:nomic-embed-text:latest:768", 768)  # a model name with a colon
+    assert (ollama.provider, ollama.model) == ("openai", "nomic-embed-text:latest")
+    assert ollama.config(EmbedderConfig()).dims is None  # the model reports its size; open() compares it
+    assert EmbedderPin.parse("st:all-MiniLM-L6-v2:384", 384).provider == "sentence-transformers"
+    mine = EmbedderPin.parse("my-embedder", 64)
+    assert mine.provider == "custom"
+    with pytest.raises(ConfigError, match=r"Memory\(embedder=\.\.\.\)"):
+        mine.config(EmbedderConfig())
