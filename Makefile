@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: venv  ## add a short conversation and search it: embedded store, offline, no server
+demo: venv  ## add a short conversation, show the guard at work (superseded and rejected facts), search it: offline
 	$(BIN)/graphmem demo
 
 test: venv lint shacl-tests chromium  ## the whole suite; starts Neo4j unless NEO4J_URI already answers

@@ -21,6 +21,7 @@ from .errors import (
     DumpConflictError,
     DumpFormatError,
     DuplicateMemoryError,
+    EmbedderMismatchError,
     EmbeddingError,
     ExtractionError,
     GraphmemError,
@@ -41,6 +42,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
+    from .embedding import HashingFallbackWarning
     from .mem0 import Mem0CompatWarning, Mem0ConfigWarning
     from .memory import AsyncMemory, Memory
     from .models import MemoryType, Scope
@@ -49,6 +51,7 @@ __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     "AsyncMemory": ".memory",
+    "HashingFallbackWarning": ".embedding",
     "Mem0CompatWarning": ".mem0",
     "Mem0ConfigWarning": ".mem0",
     "Memory": ".memory",
@@ -65,9 +68,11 @@ __all__ = [
     "DumpConflictError",
     "DumpFormatError",
     "DuplicateMemoryError",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "ExtractionError",
     "GraphmemError",
+    "HashingFallbackWarning",
     "InvalidFilterError",
     "InvalidInputError",
     "LLMError",

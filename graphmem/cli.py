@@ -485,12 +485,17 @@ def demo(
 ) -> None:
     """Add a short conversation, then search it: embedded store, offline, no API key, no server."""
     import tempfile
+    import warnings
 
+    from .embedding import HashingFallbackWarning
     from .memory import Memory
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))
-    with Memory({"home": str(folder), "store": {"provider": "sqlite"}}) as m:
+    with warnings.catch_warnings():  # the log line says it; the demo means to run without a model
+        warnings.simplefilter("ignore", HashingFallbackWarning)
+        m = Memory({"home": str(folder), "store": {"provider": "sqlite"}})
+    with m:
         console.rule(f"[bold]graphmem demo[/] — {m.info.backend} store at {m.info.location}")
         result = m.add(DEMO_CONVERSATION, user_id="maya", metadata={"source": "demo"})
         console.print(_records_table("stored memories", m.get_all(user_id="maya")["results"]))
@@ -505,9 +510,41 @@ def demo(
         for r in result["relations"]["rejected"]:
             facts.add_row(r["source"], r["relation"], str(r["target"]), "[red]quarantined[/]: " + r["reasons"][0])
         console.print(facts)
+        _demo_guard(m)
         for query in DEMO_QUERIES:
             found = m.search(query, user_id="maya", top_k=3)
             console.print(_records_table(f"search: {query}", found["results"], score=True))
+
+
+DEMO_GUARD = [
+    ("Maya lives in Lisbon.", ("Maya", "livesIn", "Lisbon", "Person", "City")),
+    ("Maya moved to Porto.", ("Maya", "livesIn", "Porto", "Person", "City")),  # livesIn is functional
+    ("Northwind lives in Lisbon.", ("Northwind", "livesIn", "Lisbon", "Organization", "City")),  # not a person
+]
+"""Facts the demo gives the guard: a residence, a move (the old value closes) and one the shapes refuse."""
+
+
+def _demo_guard(m: Memory) -> None:
+    """The guard at work: a functional relation's old value closed, and a fact refused with its SHACL reason."""
+    for text, (source, relation, target, source_type, target_type) in DEMO_GUARD:
+        m.add(text, user_id="maya", infer=False,
+              triples=[{"source": source, "relation": relation, "target": target,
+                        "source_type": source_type, "target_type": target_type}])
+    table = Table(title="the guard at work")
+    for col in ("fact", "verdict"):
+        table.add_column(col, overflow="fold")
+    for f in m.facts(user_id="maya", relation="livesIn", include_closed=True)["results"]:
+        fact = f"{f['source']['name']} {f['relation_name']} {f['target']['name']}"
+        if f["valid_to"] is None:
+            table.add_row(fact, f"[green]current[/] since {f['valid_from'][:19]}")
+        else:
+            table.add_row(fact, f"[yellow]superseded[/]: valid_to {f['valid_to'][:19]} (livesIn is functional)")
+    for q in m.rejected(user_id="maya"):
+        t = q["triple"]
+        table.add_row(f"{t['source']} {t['relation']} {t['target']}",
+                      f"[red]rejected[/] (quarantine): {q['reasons'][0]['message']} "
+                      f"[dim]{q['reasons'][0]['shape_label']}[/]")
+    console.print(table)
 
 
 # -- export, import, migrate and cypher (graphmem.transfer; Memory.export / import_ / migrate / cypher) ------
@@ -565,6 +602,59 @@ def migrate(
         result = _run(lambda: m.migrate(to, **scope, checkpoint=checkpoint, batch_size=batch_size,
                                         progress=progress))
     _summary(result, as_json)
+
+
+# -- reembed (Memory.reembed) ---------------------------------------------------------------------
+
+
+@app.command()
+def reembed(
+    embedder: Annotated[str, typer.Option("--embedder", "-e", help="openai, sentence-transformers or hashing.")],
+    model: Annotated[str | None, typer.Option(help="Model name (default: the provider's).")] = None,
+    dims: Annotated[int | None, typer.Option(help="Vector size (hashing; OpenAI models that take one).")] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts embedded and staged per batch.")] = 256,
+    progress: Annotated[bool, typer.Option(help="A progress bar on stderr.")] = True,
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Move the store to another embedder: every memory and entity name embedded again, switched in one
+    transaction at the end (a failure leaves the old embedder in place; run it again to resume).
+    Without a scope: the whole store."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .config import MemoryConfig
+    from .memory import Memory
+
+    def opened() -> Memory:  # the store's own embedder, whatever the configuration names
+        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+        return Memory(cfg.model_copy(update={"embedder": cfg.embedder.model_copy(update={"provider": "auto"})}))
+
+    scope = _scope(user_id, agent_id, run_id)
+    spec: dict[str, Any] = {"provider": embedder, "model": model, "dims": dims}
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=err_console, disable=not progress)
+    tasks: dict[str, Any] = {}
+
+    def report(p: Any) -> None:
+        if p.kind not in tasks:
+            tasks[p.kind] = bar.add_task(f"re-embedding {p.kind} {'texts' if p.kind == 'memory' else 'names'}",
+                                         total=p.total)
+        bar.update(tasks[p.kind], completed=p.done, total=p.total)
+
+    with _run(opened) as m, bar:
+        result = _run(lambda: m.reembed(spec, **scope, all_scopes=not any(scope.values()),
+                                        batch_size=batch_size, progress=report))
+    if as_json:
+        console.print_json(json.dumps(result, ensure_ascii=False))
+    elif result["switched"]:
+        console.print(f"{result['previous']} → {result['embedder']}: {result['memories']} memories, "
+                      f"{result['entities']} entity names re-embedded; the store now uses {result['embedder']}",
+                      highlight=False)
+    else:
+        console.print(f"staged {result['memories']} memories and {result['entities']} entity names for "
+                      f"{result['embedder']}; {result['left']} rows in other scopes are not re-embedded yet, so "
+                      f"the store stays on {result['previous']} until they are (run graphmem reembed for them, "
+                      "or without a scope)", highlight=False)
 
 
 @app.command()

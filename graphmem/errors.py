@@ -71,6 +71,12 @@ class SchemaMismatchError(StoreError):
     """The store was created with another embedding model or dimension than the one configured."""
 
 
+class EmbedderMismatchError(SchemaMismatchError, ConfigError):
+    """The configuration names another embedder than the one the store was created with (and
+    recorded): vectors of two models cannot be searched together. ``graphmem reembed`` (or
+    ``Memory.reembed``) moves the store to the new one; ``embedder.provider: auto`` uses the recorded one."""
+
+
 class EmbeddingError(GraphmemError):
     """The embedding model could not be loaded or did not answer."""
 

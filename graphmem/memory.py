@@ -15,11 +15,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from pydantic import ValidationError
+
 from . import inputs
 from . import mem0 as compat
-from .config import MemoryConfig
-from .embedding import Embedder, create_embedder
-from .errors import InvalidInputError, NotFoundError, ScopeError, short
+from .config import EmbedderConfig, MemoryConfig, display_uri
+from .embedding import Embedder, EmbedderPin, create_embedder
+from .embedding.pin import reembed_args
+from .errors import EmbedderMismatchError, InvalidInputError, NotFoundError, ScopeError, short
 from .extraction import Extractor
 from .inputs import MessagesInput
 from .models import (
@@ -40,8 +43,10 @@ from .pipeline.steps import Call, Steps, Work, arun, run
 from .pipeline.update import update as update_memory
 from .search.access import AccessLog
 from .stores import Store, create_store
+from .stores.base import StoreInfo
 
 if TYPE_CHECKING:
+    from .embedding.reembed import ReembedProgress
     from .ontology import Guard, Ontology
     from .search.rerank import CrossEncoderReranker, Reranker
     from .transfer import BatchDone
@@ -100,15 +105,83 @@ class Memory:
         mem0's unscoped by-id calls for the ids it has returned (:class:`~graphmem.mem0.ScopeMemo`)."""
         self.config = compat.load_config(config)
         self._ids = compat.ScopeMemo() if compat.is_mem0_config(config) else None
-        self.embedder = embedder or create_embedder(self.config.embedder)
         self.store = store or create_store(self.config)
+        self.embedder = self._pinned_embedder(embedder)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
+        self._extractor_given = extractor
         self._parts = Parts(self.config, self.store, self.embedder, extractor=extractor)
         self._ingestor = Ingestor(self._parts)
         self._engines = self._parts.engines()
         self._reranker_given = reranker
         self._reranker_loaded: CrossEncoderReranker | None = None
         self._access = AccessLog()
+
+    def _store_label(self) -> str:
+        cfg = self.config.store
+        return str(self.config.sqlite_path()) if cfg.provider == "sqlite" else display_uri(cfg.uri)
+
+    def _pinned_embedder(self, given: Embedder | None) -> Embedder:
+        """The embedder given or configured, checked against the one the store recorded at creation
+        (``auto`` takes that one): another one raises before anything is opened or written."""
+        recorded = self.store.recorded_embedder()
+        pin = EmbedderPin.parse(*recorded) if recorded is not None else None
+        embedder = given or create_embedder(self.config.embedder, pinned=pin, where=self._store_label())
+        if pin is not None and (pin.name, pin.dims) != (embedder.name, embedder.dims):
+            raise EmbedderMismatchError(
+                f"the store at {self._store_label()} was created with the embedder {pin.describe()}, but "
+                f"{embedder.name!r} ({embedder.dims} dimensions) is configured; set embedder.provider: auto "
+                f"to keep the store's, or move the store with `graphmem reembed {reembed_args(embedder)}` "
+                "(Memory.reembed)")
+        return embedder
+
+    def reembed(
+        self, embedder: Embedder | dict[str, Any] | str, *, user_id: str | None = None, agent_id: str | None = None,
+        run_id: str | None = None, all_scopes: bool = False, batch_size: int = 256,
+        progress: Callable[[ReembedProgress], None] | None = None,
+    ) -> dict[str, Any]:
+        """Move the store to another embedder: every memory and entity name embedded again in batches
+        of ``batch_size``, staged beside the live vectors, then switched together with the store's
+        recorded embedder in one transaction (see :mod:`graphmem.embedding.reembed`). A failure midway
+        leaves the store searchable on its old embedder; calling again resumes. ``all_scopes=True``
+        does the whole store; with a scope only its rows are staged, and the switch waits until the
+        other scopes are staged too (``switched``). ``embedder``: a provider name, embedder settings
+        (``{"provider": "openai", "model": ...}``) or an embedder. Other processes that have the
+        store open must open it again afterwards."""
+        from .embedding.reembed import reembed as run_reembed
+
+        scope = self._transfer_scope(user_id, agent_id, run_id, all_scopes)
+        batch = _batch(batch_size)
+        if progress is not None and not callable(progress):
+            raise InvalidInputError(f"progress is a function, got {short(progress)}")
+        new = self._embedder_of(embedder)
+        previous = self.embedder.name
+        if (new.name, new.dims) == (previous, self.embedder.dims):
+            return {"embedder": previous, "dims": new.dims, "memories": 0, "entities": 0, "switched": True,
+                    "left": 0, "previous": previous}
+        out = run_reembed(self.store, new, scope, batch=batch, progress=progress)
+        if out["switched"]:
+            self.embedder = new
+            self.info = StoreInfo(self.info.backend, self.info.location, new.name, new.dims)
+            self._parts = Parts(self.config, self.store, new, extractor=self._extractor_given)
+            self._ingestor = Ingestor(self._parts)
+            self._engines = self._parts.engines()
+        return {**out, "previous": previous}
+
+    def _embedder_of(self, spec: Embedder | dict[str, Any] | str) -> Embedder:
+        if isinstance(spec, Embedder):
+            return spec
+        if isinstance(spec, str):
+            spec = {"provider": spec}
+        if not isinstance(spec, dict):
+            raise InvalidInputError(f"embedder is a provider name, embedder settings or an Embedder, got {short(spec)}")
+        try:
+            config = EmbedderConfig.model_validate({**self.config.embedder.model_dump(), **spec})
+        except ValidationError as exc:  # names the fields, never the values (an api_key may be one)
+            fields = ", ".join(".".join(map(str, e["loc"])) or "embedder" for e in exc.errors())
+            raise InvalidInputError(f"invalid embedder settings: {fields}") from None
+        if config.provider == "auto":
+            raise InvalidInputError("reembed needs a provider (openai, sentence-transformers, hashing), not auto")
+        return create_embedder(config, where=self._store_label())
 
     @property
     def ontology(self) -> Ontology:

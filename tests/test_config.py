@@ -9,7 +9,7 @@ import pytest
 
 from graphmem import ConfigError, MemoryConfig
 from graphmem.config import EmbedderConfig
-from graphmem.embedding import HashingEmbedder, create_embedder
+from graphmem.embedding import HashingEmbedder, HashingFallbackWarning, create_embedder
 
 
 def test_defaults_are_a_working_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -61,12 +61,13 @@ def test_config_file_errors(tmp_path: Path) -> None:
 def test_auto_embedder_logs_its_choice(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr("graphmem.embedding.local.available", lambda: False)
-    with caplog.at_level(logging.INFO, logger="graphmem"):
-        emb = create_embedder(EmbedderConfig())
+    with caplog.at_level(logging.INFO, logger="graphmem"), pytest.warns(HashingFallbackWarning, match="OPENAI_API_KEY"):
+        emb = create_embedder(EmbedderConfig(), where="logs-its-choice.db")
     assert isinstance(emb, HashingEmbedder)
-    assert [r.getMessage() for r in caplog.records] == [
-        "graphmem embedder: hashing-v1-384 (no API key and no sentence-transformers)"
-    ]
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "graphmem embedder: hashing-v1-384 (no API key and no sentence-transformers)"
+    assert messages[1].startswith("graphmem fell back to the hashing embedder for the store at logs-its-choice.db")
+    assert len(messages) == 2
 
 
 def test_hashing_embedder_is_deterministic_and_normalized() -> None:

@@ -365,6 +365,13 @@ TRANSFER_SPECS: dict[str, dict[str, Arg]] = {
                 **SCOPE, "checkpoint": Arg(st.just(CHECKPOINT), st.sampled_from([str(FILES), "", 42, b"x"]),
                                            optional=False),
                 "batch_size": BATCH},
+    # valid: the store's own embedder (nothing to do; another one would move the shared Neo4j's pin)
+    "reembed": {"embedder": Arg(st.sampled_from(["hashing", {"provider": "hashing", "dims": 384}]),
+                                st.one_of(st.sampled_from(["nope", "auto", {"dims": 3}, {"provider": "x"},
+                                                           {"colour": 1}, 42, None, b"hashing"]), HOSTILE),
+                                optional=False),
+                **SCOPE, "all_scopes": NOT_ALL, "batch_size": BATCH,
+                "progress": Arg(st.none(), st.sampled_from([1, "print", b"x"]))},
 }
 SPECS.update(TRANSFER_SPECS)
 
@@ -590,6 +597,7 @@ test_fuzz_export = _fuzz("export")
 test_fuzz_export_rdf = _fuzz("export_rdf")
 test_fuzz_import = _fuzz("import_")
 test_fuzz_migrate = _fuzz("migrate")
+test_fuzz_reembed = _fuzz("reembed")
 
 
 def test_every_public_method_is_fuzzed() -> None:

@@ -11,10 +11,15 @@ import numpy.typing as npt
 
 
 class Embedder(ABC):
-    """Turns texts into unit vectors. ``name`` is recorded in the store to catch model changes."""
+    """Turns texts into unit vectors. ``name`` is recorded in the store to catch model changes.
+
+    ``provider`` and ``model`` let a store's recorded name be turned back into an embedder (see
+    :mod:`.pin`); an embedder of your own keeps ``provider = "custom"`` and is passed explicitly."""
 
     name: str
     dims: int
+    provider: str = "custom"
+    model: str | None = None
 
     @abstractmethod
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...

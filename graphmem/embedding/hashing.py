@@ -19,6 +19,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class HashingEmbedder(Embedder):
+    provider = "hashing"
+
     def __init__(self, dims: int = 384) -> None:
         self.dims = dims
         self.name = f"hashing-v1-{dims}"

@@ -25,8 +25,10 @@ def available() -> bool:
 
 
 class SentenceTransformerEmbedder(Embedder):
+    provider = "sentence-transformers"
+
     def __init__(self, config: EmbedderConfig) -> None:
-        self.model_name = config.model or DEFAULT_MODEL
+        self.model_name = self.model = config.model or DEFAULT_MODEL
         self._batch = config.batch_size
         self._model = self._load(self.model_name)
         # renamed in sentence-transformers 6; the old name still works there, with a warning

@@ -16,6 +16,8 @@ from .base import Embedder
 
 
 class OpenAIEmbedder(Embedder):
+    provider = "openai"
+
     def __init__(self, config: EmbedderConfig) -> None:
         self.model = config.model or "text-embedding-3-small"
         key = config.api_key.get_secret_value() if config.api_key is not None else None

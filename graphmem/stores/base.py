@@ -345,6 +345,20 @@ class StoreInfo:
     dims: int
 
 
+REEMBED_KINDS: tuple[str, ...] = ("memory", "entity")
+"""What holds vectors: memory texts, and entity names (only the entities stored with one)."""
+
+
+@dataclass(frozen=True)
+class ReembedRow:
+    """A row whose vector a re-embed still has to compute: ``text`` is what gets embedded, and the
+    staged vector stands only while ``check`` (a memory's text hash, an entity's name) is unchanged."""
+
+    key: str
+    text: str
+    check: str
+
+
 SEED_MIN_COSINE = 1e-6
 """Vector hits at or below this similarity never seed the graph walk: their order is float noise."""
 
@@ -390,6 +404,37 @@ class Store(ABC):
 
         Raises ``SchemaMismatchError`` when the store holds vectors of another model or size.
         """
+
+    def recorded_embedder(self) -> tuple[str, int] | None:
+        """The embedder name and size the store was created with, read without creating anything;
+        ``None`` for a store not created yet (or one that records none)."""
+        return None
+
+    # -- re-embedding (graphmem.embedding.reembed drives these) ------------------------------------
+    # New vectors are staged beside the live ones, where no read looks, batch by batch; the switch
+    # (vectors and pin) is one transaction that happens only when every row is staged. A failure
+    # midway leaves the store on its old embedder, and a later run with the same target resumes.
+    def reembed_start(self, embedder: str, dims: int) -> None:
+        """Prepare staging for ``embedder``; staged vectors of another target are dropped."""
+        raise UnsupportedError(f"{type(self).__name__} cannot re-embed its vectors")
+
+    def reembed_pending(self, kind: str, scope: Scope | None, after: str | None, limit: int) -> list[ReembedRow]:
+        """Up to ``limit`` rows of ``kind`` (``REEMBED_KINDS``) in ``scope`` (every scope it contains;
+        ``None``: the whole store) without a current staged vector, keys after ``after``, in key order."""
+        raise UnsupportedError(f"{type(self).__name__} cannot re-embed its vectors")
+
+    def reembed_count(self, kind: str, scope: Scope | None) -> int:
+        """How many rows :meth:`reembed_pending` would return without a limit."""
+        raise UnsupportedError(f"{type(self).__name__} cannot re-embed its vectors")
+
+    def reembed_stage(self, kind: str, rows: Sequence[ReembedRow], vectors: Vector) -> None:
+        """Stage one vector per row (one transaction); rows changed since they were read are skipped."""
+        raise UnsupportedError(f"{type(self).__name__} cannot re-embed its vectors")
+
+    def reembed_finish(self, embedder: str, dims: int) -> int:
+        """Switch to the staged vectors and pin ``embedder`` in one transaction, if no row in the
+        whole store lacks a current staged vector; return how many do (0: switched)."""
+        raise UnsupportedError(f"{type(self).__name__} cannot re-embed its vectors")
 
     def close(self) -> None:  # noqa: B027 - optional: a store that holds no connection has nothing to release
         """Release connections and caches."""

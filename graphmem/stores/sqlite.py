@@ -43,6 +43,7 @@ from ..models import (
 )
 from . import sqlite_dump as dump
 from . import sqlite_graph as graph
+from . import sqlite_reembed as reembed
 from .base import (
     Candidates,
     EntityQuery,
@@ -53,6 +54,7 @@ from .base import (
     MemoryPatch,
     NewMemory,
     Records,
+    ReembedRow,
     Restore,
     Store,
     StoreInfo,
@@ -455,6 +457,43 @@ class SQLiteStore(Store):
             self._identity_indexes(conn)
         self._vec = _VectorCache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
+
+    def recorded_embedder(self) -> tuple[str, int] | None:
+        if not self.path.exists():
+            return None
+        try:
+            with self._read() as conn:
+                meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
+        except StoreError:  # a file without graphmem's tables: open() decides what it is
+            return None
+        if "embedder" not in meta or not str(meta.get("dims", "")).isdigit():
+            return None
+        return str(meta["embedder"]), int(meta["dims"])
+
+    # -- re-embedding (see Store.reembed_start) ----------------------------------------------------
+    def reembed_start(self, embedder: str, dims: int) -> None:
+        with self._write() as conn:
+            reembed.start(conn, embedder, dims)
+
+    def reembed_pending(self, kind: str, scope: Scope | None, after: str | None, limit: int) -> list[ReembedRow]:
+        with self._read() as conn:
+            return reembed.pending(conn, kind, scope, after, limit)
+
+    def reembed_count(self, kind: str, scope: Scope | None) -> int:
+        with self._read() as conn:
+            return reembed.count(conn, kind, scope)
+
+    def reembed_stage(self, kind: str, rows: Sequence[ReembedRow], vectors: Vector) -> None:
+        with self._write() as conn:
+            reembed.stage(conn, kind, rows, vectors)
+
+    def reembed_finish(self, embedder: str, dims: int) -> int:
+        with self._write() as conn:
+            missing = reembed.finish(conn, embedder, dims)
+        if not missing:  # this process's caches hold the old vectors (and maybe another size)
+            self._vec = _VectorCache(dims)
+            self._entity_vectors = graph.EntityVectors()
+        return missing
 
     def _identity_indexes(self, conn: sqlite3.Connection) -> None:
         """Fill the identity columns of a store from before them (once), then create the uniqueness

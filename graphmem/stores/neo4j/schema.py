@@ -12,11 +12,13 @@ from neo4j import exceptions as neo4j_errors
 
 from ...errors import ConfigError, SchemaMismatchError
 from .cypher import schema as q
+from .reembed import rebuild_vector_indexes
 from .session import Db
 
 log = logging.getLogger("graphmem")
 
 SCHEMA_VERSION: Final = 1
+READ_META: Final = q.READ_META
 REBUILT_INDEXES: Final = ("memory_text", "entity_link", "entity_embedding", "memory_embedding")
 """What ``optimize`` rebuilds: the Lucene-backed indexes search reads."""
 _REBUILD_TIMEOUT_S: Final = 3_600
@@ -27,8 +29,8 @@ def bootstrap(db: Db, embedder: str, dims: int) -> bool:
     the memory vector index is exact (see :func:`index_is_exact`)."""
     location = db.location()
     with db.errors("schema bootstrap", write=True), db.session() as session:
-        _check_meta(session, location, embedder, dims)
-        _check_vector_index(session, location, dims)
+        pinned = _check_meta(session, location, embedder, dims)
+        _check_vector_index(db, session, location, dims, pinned)
         _check_analyzer(session, location, db.cfg.fulltext_analyzer)
         for statement in q.schema_statements(dims, db.cfg.fulltext_analyzer):
             _create(session, statement)
@@ -62,23 +64,31 @@ def _identity_schema(session: Session) -> None:
         _create(session, statement)
 
 
-def _check_meta(session: Session, location: str, embedder: str, dims: int) -> None:
+def _check_meta(session: Session, location: str, embedder: str, dims: int) -> bool:
+    """Refuse another embedder; return whether the store is pinned (to this one)."""
     row = session.execute_read(lambda tx: tx.run(q.READ_META).single())
     if row is not None and (row["embedder"] != embedder or row["dims"] != dims):
         raise SchemaMismatchError(
             f"Neo4j store {location} holds vectors of embedder {row['embedder']!r} "
             f"({row['dims']} dimensions), but the configuration uses {embedder!r} ({dims} dimensions); "
-            "configure the same embedder, use another database, or reset the store and re-add"
+            "configure the same embedder, use another database, or move the store with `graphmem reembed`"
         )
+    return row is not None
 
 
-def _check_vector_index(session: Session, location: str, dims: int) -> None:
-    """An index left from another setup would silently skip our vectors: refuse it instead."""
+def _check_vector_index(db: Db, session: Session, location: str, dims: int, pinned: bool) -> None:
+    """An index left from another setup would silently skip our vectors: refuse it instead. On a
+    store pinned to this embedder it is what a re-embed that stopped before its index rebuild left:
+    rebuild it."""
     record = session.run(q.MEMORY_VECTOR_INDEX).single()
     if record is None:
         return
     existing = (record["options"] or {}).get("indexConfig", {}).get("vector.dimensions")
-    if existing is not None and int(existing) != dims:
+    if existing is not None and int(existing) != dims and pinned:
+        log.warning("Neo4j store %s is pinned to %d-dimensional vectors but its vector indexes have %s "
+                    "(a re-embed stopped before rebuilding them): rebuilding them", location, dims, existing)
+        rebuild_vector_indexes(db, dims, db.cfg.fulltext_analyzer)
+    elif existing is not None and int(existing) != dims:
         raise SchemaMismatchError(
             f"Neo4j store {location} has vector index memory_embedding with {existing} "
             f"dimensions, but the configured embedder has {dims}; use the same embedder or another "

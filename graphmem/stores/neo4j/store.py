@@ -25,6 +25,7 @@ from ..base import (
     GraphWrite,
     MemoryPatch,
     Records,
+    ReembedRow,
     Restore,
     Store,
     StoreInfo,
@@ -32,7 +33,7 @@ from ..base import (
     Vector,
     WriteResult,
 )
-from . import analyst, dump, graph, reads, schema, search, writes
+from . import analyst, dump, graph, reads, reembed, schema, search, writes
 from .records import directions, stored_vector
 from .session import Db
 from .statements import Job, Statements
@@ -46,6 +47,7 @@ class Neo4jStore(Store):
     def __init__(self, config: StoreConfig) -> None:
         self._db = Db(config)
         self._dims: int | None = None
+        self._reembed_dims: int | None = None
         self._exact_index = False
         """Whether the memory vector index stores float32 vectors (scores are exact cosines): read
         from the index's configuration at :meth:`open`."""
@@ -85,6 +87,37 @@ class Neo4jStore(Store):
         self._exact_index = schema.bootstrap(self._db, embedder, dims)
         self._dims = dims
         return StoreInfo(backend="neo4j", location=self._db.location(), embedder=embedder, dims=dims)
+
+    def recorded_embedder(self) -> tuple[str, int] | None:
+        self._db.connect()
+        row = self._db.single("reading the embedder pin", schema.READ_META, {})
+        if row is None or row["embedder"] is None or row["dims"] is None:
+            return None
+        return str(row["embedder"]), int(row["dims"])
+
+    # -- re-embedding (see Store.reembed_start) ----------------------------------------------------
+    def reembed_start(self, embedder: str, dims: int) -> None:
+        reembed.start(self._db, embedder, int(dims))
+        self._reembed_dims = int(dims)
+
+    def reembed_pending(self, kind: str, scope: Scope | None, after: str | None, limit: int) -> list[ReembedRow]:
+        return reembed.pending(self._db, kind, scope, after, limit)
+
+    def reembed_count(self, kind: str, scope: Scope | None) -> int:
+        return reembed.count(self._db, kind, scope)
+
+    def reembed_stage(self, kind: str, rows: Sequence[ReembedRow], vectors: Vector) -> None:
+        if self._reembed_dims is None:
+            raise StoreError("reembed_stage before reembed_start")
+        reembed.stage(self._db, kind, rows, vectors, self._reembed_dims)
+
+    def reembed_finish(self, embedder: str, dims: int) -> int:
+        missing = reembed.finish(self._db, embedder, int(dims), self._dims, self._db.cfg.fulltext_analyzer)
+        if not missing:
+            self._dims = int(dims)
+            with self._db.errors("re-embed", write=False), self._db.session() as session:
+                self._exact_index = schema.index_is_exact(session, self._db.location())
+        return missing
 
     def optimize(self) -> dict[str, Any]:
         """Rebuild the search indexes into few segments (see :func:`.schema.optimize`)."""
