@@ -112,3 +112,13 @@ def test_held_out_custom_ontology(tmp_path: Path) -> None:
     types = {e.name: e.type for e in result.entities}
     assert types["Ana"] == "Patient" and types["Dr Hale"] == "Doctor" and types["Imes"] == "Doctor"
     assert types["Elm Street Clinic"] == "Clinic"
+
+
+def test_job_statement_without_a_relation_label(extractor: RuleExtractor) -> None:
+    got = triples(run(extractor, "user: My name is Priya Raman and I'm a data engineer at Helix Labs in Bangalore.",
+                      ["user"]))
+    assert got == {("Priya Raman", "worksFor", "Helix Labs"), ("Priya Raman", "jobTitle", "data engineer"),
+                   ("Helix Labs", "locatedIn", "Bangalore")}
+    assert not run(extractor, "Maya: I'm a bit tired at the moment.", ["Maya"]).triples  # no organization
+    assert not any(r == "worksFor" for _s, r, _o in triples(run(extractor, "Maya: I'm not a nurse at Initech.",
+                                                                 ["Maya"])))

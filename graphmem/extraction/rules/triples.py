@@ -13,7 +13,7 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from . import roles, values
+from . import jobs, roles, values
 from .arguments import SentenceView, make, objects, subject
 from .lexicon import RelationPattern
 from .resources import Resources
@@ -48,6 +48,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
         if produced:
             used |= toks
             out += produced
+    out += jobs.job_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)
     out += roles.email_triples(res, ctx)
     return out
@@ -165,12 +166,12 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
         t = make(res, ctx, src, rel, dst)
         if t is not None:
             out.append(t)
-            if not swap and (placed := _place_after(res, ctx, rel, obj, k)) is not None:
+            if not swap and (placed := place_after(res, ctx, rel, obj, k)) is not None:
                 out.append(placed)
     return out
 
 
-def _place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
+def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
     """"at Northwind in Lisbon": the object is located in the place named right after it, unless the
     relation's object is itself a place ("lives in Porto in Portugal" is another reading)."""
     located = res.ontology.relation_info("locatedIn")
