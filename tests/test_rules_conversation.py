@@ -122,3 +122,11 @@ def test_job_statement_without_a_relation_label(extractor: RuleExtractor) -> Non
     assert not run(extractor, "Maya: I'm a bit tired at the moment.", ["Maya"]).triples  # no organization
     assert not any(r == "worksFor" for _s, r, _o in triples(run(extractor, "Maya: I'm not a nurse at Initech.",
                                                                  ["Maya"])))
+
+
+def test_age_and_nationality_after_a_bare_copula(extractor: RuleExtractor) -> None:
+    got = triples(run(extractor, "Lucas: I'm 34, I was born in Curitiba and I'm Brazilian.", ["Lucas"]))
+    assert got == {("Lucas", "age", "34"), ("Lucas", "bornIn", "Curitiba"), ("Lucas", "citizenOf", "Brazil")}
+    assert ("Ana", "citizenOf", "Mexico") in triples(run(extractor, "Ana is Mexican and loves Lyon.", []))
+    late = triples(run(extractor, "Lucas: I am 5 minutes late. Ana is Mexican-American.", ["Lucas"]))
+    assert not any(r in ("age", "citizenOf") for _s, r, _o in late)
