@@ -130,3 +130,9 @@ def test_age_and_nationality_after_a_bare_copula(extractor: RuleExtractor) -> No
     assert ("Ana", "citizenOf", "Mexico") in triples(run(extractor, "Ana is Mexican and loves Lyon.", []))
     late = triples(run(extractor, "Lucas: I am 5 minutes late. Ana is Mexican-American.", ["Lucas"]))
     assert not any(r in ("age", "citizenOf") for _s, r, _o in late)
+
+
+def test_plural_object_keeps_its_written_form_as_alias(extractor: RuleExtractor) -> None:
+    result = run(extractor, "Maya: I'm allergic to peanuts.", ["Maya"])
+    assert ("Maya", "allergicTo", "peanut") in triples(result)
+    assert {e.name: e for e in result.entities}["peanut"].aliases == ["peanuts"]

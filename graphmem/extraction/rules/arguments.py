@@ -176,6 +176,10 @@ def noun_phrase(res: Resources, ctx: SentenceView, k: int) -> str | None:
     name = " ".join([*(msg.lowers[w] for w in words[:-1]), head])
     ent = ctx.state.entity(name)
     ent.mentioned = True
+    written = " ".join(msg.span_text(words[0], words[-1] + 1).split())
+    if norm(written) != ent.key:  # "peanuts" stays findable as written, beside the singular name
+        ent.aliases.setdefault(written, None)
+        ctx.state.index.setdefault(norm(written), ent.key)
     lex = res.lexicon
     cls = lex.class_words.get(tuple(msg.lemmas[w] for w in words)) or lex.class_words.get((msg.lemmas[words[-1]],))
     ent.set_type(cls, 1)
