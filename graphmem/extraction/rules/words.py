@@ -50,6 +50,7 @@ PHATIC: Final = INTERJECTIONS | frozenset({
     "later", "take", "care", "got", "meet", "meeting", "chat", "chatting", "sharing", "share", "noted",
     "understood", "hear", "any", "questions", "other", "feel", "free", "ask", "'s", "s", "n't", "not", "doing",
     "going", "up", "sounds", "good", "fine",
+    "saying", "asking", "helpful", "mind", "on", "now", "been", "was", "were", "bye", "goodbye", "hello", "hi",
 })
 """Words a pleasantry is made of ("How can I help?", "You're welcome!", "Thanks a lot"): a memory made of
 these alone (and speaker names) says nothing worth keeping."""
