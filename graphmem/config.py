@@ -188,6 +188,9 @@ class LLMConfig(_Section):
     rules_granularity: Literal["sentence", "message"] = "sentence"
     """With ``provider: none``: one memory per sentence, or one per speaker turn (or paragraph). Whole
     turns keep the context a sentence loses ("I did!" after a question) and index fewer rows."""
+    rules_small_talk: bool = False
+    """With ``provider: none``: keep turns made only of pleasantries ("Thanks! How can I help?") as
+    memories; off, they are not stored (they answer no later question)."""
 
 
 class DedupConfig(_Section):

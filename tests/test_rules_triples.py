@@ -28,7 +28,8 @@ def found(text: str, speakers: tuple[str, ...] = (), sent: int = 0) -> set[tuple
 
 
 def test_relation_patterns() -> None:
-    assert found("Ana worked for Initech in Lisbon.") == {("Ana", "worksFor", "Initech")}
+    assert found("Ana worked for Initech in Lisbon.") == {("Ana", "worksFor", "Initech"),
+                                                          ("Initech", "locatedIn", "Lisbon")}
     assert ("Maya", "worksFor", "Northwind") in found("Maya: I work as an engineer at Northwind.", ("Maya",))
     assert found("Ana doesn't work for Initech.") == set()
     assert found("Nature Physics is published by the Nature Publishing Group.") == {

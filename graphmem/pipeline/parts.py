@@ -100,7 +100,8 @@ class Parts:
             else:
                 from ..extraction.rules import RuleExtractor
 
-                extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity)
+                extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity,
+                                          small_talk=self.config.llm.rules_small_talk)
             log.info("graphmem extractor: %s", extractor.name)
             return extractor
 

@@ -16,7 +16,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .resources import Resources
-from .state import ChunkState, Mention, Sentence, norm
+from .state import ChunkState, Entity, Mention, Sentence, norm
 from .words import (
     CONJUNCTIONS,
     DETERMINERS,
@@ -55,7 +55,8 @@ class SentenceView:
 
     @classmethod
     def of(cls, state: ChunkState, sent: Sentence) -> SentenceView:
-        speaker = state.index.get(norm(sent.msg.speaker)) if sent.msg.speaker is not None else None
+        label = sent.msg.speaker
+        speaker = None if label is None else state.speakers.get(label) or state.index.get(norm(label))
         inside = [False] * (sent.end - sent.start)
         for m in sent.mentions:
             for k in range(m.start, m.end):
@@ -95,6 +96,8 @@ def subject(ctx: SentenceView, first: int) -> str | None:
             if lo in ("it", "he", "she", "they", "its", "his", "her") and ctx.state.topic is not None \
                     and msg.initial[k]:
                 return ctx.state.topic
+            if lo in ("he", "she") and ctx.state.recent_person is not None:
+                return ctx.state.recent_person  # "My sister Inês ... She lives in Porto."
             return None
         k -= 1
     return None
@@ -173,11 +176,28 @@ def noun_phrase(res: Resources, ctx: SentenceView, k: int) -> str | None:
     name = " ".join([*(msg.lowers[w] for w in words[:-1]), head])
     ent = ctx.state.entity(name)
     ent.mentioned = True
+    written = " ".join(msg.span_text(words[0], words[-1] + 1).split())
+    if norm(written) != ent.key:  # "peanuts" stays findable as written, beside the singular name
+        ent.aliases.setdefault(written, None)
+        ctx.state.index.setdefault(norm(written), ent.key)
     lex = res.lexicon
     cls = lex.class_words.get(tuple(msg.lemmas[w] for w in words)) or lex.class_words.get((msg.lemmas[words[-1]],))
     ent.set_type(cls, 1)
     ctx.sent.mentions.append(Mention(words[0], words[-1] + 1, ent.key, "np"))
     return ent.key
+
+
+def _infer_type(res: Resources, ent: Entity, allowed: tuple[str, ...]) -> None:
+    """An endpoint takes the one class its relation requires when it has none or only a broader one
+    ("Ana is a patient of Dr Hale": Ana is a Patient, the Person "Dr Hale" a Doctor)."""
+    if len(allowed) != 1 or allowed[0] not in res.ontology.classes:
+        return
+    cls = res.ontology.classes[allowed[0]]
+    if cls.name == ent.type or res.lexicon.legal_class == cls.name:
+        return
+    if ent.type is None or (cls.iri != res.lexicon.class_iri(ent.type)
+                            and res.lexicon.class_iri(ent.type) in cls.ancestors):
+        ent.type, ent.rank = cls.name, min(ent.rank, 2)
 
 
 def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, target: str, *,
@@ -198,7 +218,9 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
             return None
         target_name = dst.name
         ctx.endpoints.add(target)
+        _infer_type(res, dst, rel.range)
     ctx.endpoints.add(source)
+    _infer_type(res, src, rel.domain)
     valid = next((t.iso for t in ctx.sent.times if t.start not in ctx.literal_times), None)
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
                            memory=ctx.sent.memory if ctx.sent.memory >= 0 else None)

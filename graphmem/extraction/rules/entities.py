@@ -18,9 +18,12 @@ from . import classes, mentions
 from .resources import Resources
 from .state import ChunkState, Entity, KnownNames, Mention, Sentence, norm
 from .text import Message
-from .words import DIRECTION_WORDS, LEGAL_SUFFIXES, NAME_CONNECTORS
+from .words import DIRECTION_WORDS, LEGAL_SUFFIXES, NAME_CONNECTORS, PERSON_TITLES
 
-_ROLE_SPEAKERS: Final = frozenset({"assistant", "system", "bot", "ai", "tool", "model", "agent"})
+ROLE_SPEAKERS: Final = frozenset({"user", "human", "assistant", "system", "bot", "ai", "tool", "model", "agent"})
+"""Speaker labels that are roles, not names: no entity; "I" is whoever introduces themselves."""
+_INTRO: Final = (("i", "'m"), ("i", "’m"), ("i", "am"), ("im",), ("my", "name", "is"), ("my", "name", "'s"),
+                 ("call", "me"), ("this", "is"), ("it", "'s"))
 
 
 def register_known(res: Resources, state: ChunkState, messages: list[Message]) -> None:
@@ -35,12 +38,11 @@ def register_known(res: Resources, state: ChunkState, messages: list[Message]) -
             ent.aliases.setdefault(alias, None)
     speakers = dict.fromkeys([*ctx.speakers, *(m.speaker for m in messages if m.speaker)])
     for name in speakers:
-        if not name or not name.strip():
+        if not name or not name.strip() or name.strip().casefold() in ROLE_SPEAKERS:
             continue
         ent = state.entity(name.strip(), words=res.words(name.strip()))
         ent.speaker = True
-        if name.strip().casefold() not in _ROLE_SPEAKERS:
-            ent.set_type(res.lexicon.person_class, 1)
+        ent.set_type(res.lexicon.person_class, 1)
     if messages and messages[0].speaker is None:
         heading = _heading(messages[0])
         if heading:
@@ -120,6 +122,8 @@ def _entity_for(res: Resources, state: ChunkState, msg: Message, start: int, end
         state.index.setdefault(norm(msg.texts[start]), ent.key)
         ent.set_type(res.lexicon.country_class, 2)
         return ent
+    if kind == "person":
+        return _titled(res, state, msg, start, end, text)
     full = text
     if text.startswith("The ") and len(text) > 4 and kind in ("cap", "quote"):
         text = text[4:]  # "The Rank Organisation" and "Rank Organisation" are one name
@@ -128,15 +132,28 @@ def _entity_for(res: Resources, state: ChunkState, msg: Message, start: int, end
         ent.aliases.setdefault(full, None)
     if kind == "cap" and end - start > 2:
         _nested(state, msg, start, end)
-    if kind == "person":
-        ent.set_type(res.lexicon.person_class, 1)
-        ent.single = end - start == 1
-    elif kind == "cap":
+    if kind == "cap":
         if end - start > 1:
             ent.multi_cap = True
             classes.type_from_words(res, ent, msg.lowers[start:end])
         else:
             ent.single = True
+    return ent
+
+
+def _titled(res: Resources, state: ChunkState, msg: Message, start: int, end: int, text: str) -> Entity:
+    """"Dr Hale" and "Hale" are one person: whichever came first is the name, the other its alias."""
+    k = start
+    while k < end - 1 and msg.lowers[k] in PERSON_TITLES:
+        k += 1
+    bare = " ".join(msg.span_text(k, end).split())
+    known = state.index.get(norm(bare))
+    ent = state.entities[known] if known is not None else state.entity(text, words=tuple(msg.lowers[start:end]))
+    for surface in (text, bare):
+        if norm(surface) != ent.key:
+            ent.aliases.setdefault(surface, None)
+        state.index.setdefault(norm(surface), ent.key)
+    ent.set_type(res.lexicon.person_class, 1)
     return ent
 
 
@@ -151,6 +168,30 @@ def _nested(state: ChunkState, msg: Message, start: int, end: int) -> None:
             inner.mentioned = True
             state.nested.add(inner.key)
             return
+
+
+def introductions(res: Resources, state: ChunkState) -> None:
+    """Who a role speaker ("user") is, from "I'm Maya" or "my name is Maya Lopez": that person is "I"
+    from then on. Without one, "I" of a role speaker is no entity at all."""
+    for sent in state.sentences:
+        label = sent.msg.speaker
+        if label is None or label.strip().casefold() not in ROLE_SPEAKERS or sent.question:
+            continue
+        lowers, s = sent.msg.lowers, sent.start
+        starts = {m.start: m for m in sent.mentions}
+        for k in range(s, sent.end):
+            for intro in _INTRO:
+                n = len(intro)
+                if tuple(lowers[k:k + n]) != intro or (k > s and sent.msg.alnum[k - 1] and intro[0] != "i"):
+                    continue
+                m = starts.get(k + n)
+                if m is None or m.kind not in ("cap", "person", "known"):
+                    continue
+                ent = state.entities.get(m.key)
+                if ent is None or not (ent.type is None or res.lexicon.is_person(ent.type)):
+                    continue
+                ent.set_type(res.lexicon.person_class, 1)
+                state.speakers.setdefault(label, m.key)
 
 
 def merge_short_forms(res: Resources, state: ChunkState) -> None:

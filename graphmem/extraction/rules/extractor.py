@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
 from .resources import Resources, load
-from .state import ChunkState, Granularity, Sentence
+from .state import ChunkState, Granularity, Sentence, norm
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -24,17 +24,19 @@ class RuleExtractor(Extractor):
     imported then, not before), so ``extract`` only tokenizes and looks words up. ``granularity="message"``
     keeps each speaker turn (or paragraph) as one memory instead of one per sentence; sentences under
     ``min_words`` words are merged into a neighbour ("Wow!"); ``concepts`` adds lowercase noun compounds as
-    untyped entities. Stateless between calls, so one instance can serve several threads.
+    untyped entities; ``small_talk`` keeps turns made only of pleasantries ("Thanks! How can I help?") as
+    memories, which are otherwise dropped. Stateless between calls, so one instance can serve several threads.
     """
 
     name = "rules"
     uses_known_memories = False
 
     def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
-                 concepts: bool = True) -> None:
+                 concepts: bool = True, small_talk: bool = False) -> None:
         self.ontology = ontology
         self.granularity: Granularity = granularity
         self.concepts = concepts
+        self.small_talk = small_talk
         self.min_words = min_words
         self._resources: Resources | None = None
         self._lock = threading.Lock()
@@ -74,13 +76,16 @@ class RuleExtractor(Extractor):
         for sent in state.sentences:
             entities.add_mentions(res, state, sent)
         entities.merge_short_forms(res, state)
+        entities.introductions(res, state)
         if self.concepts:
             for sent in state.sentences:
                 concepts.add_compounds(res.english, state, sent)
         for sent in state.sentences:
             classes.type_from_context(res, state, sent)
             sent.times = find_times(sent.text, context.reference_time)
-        found = memories.memories(res.english, state.sentences, self.granularity, self.min_words)
+        names = frozenset(w for s in context.speakers for w in s.casefold().split())
+        found = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
+                                  small_talk=self.small_talk, names=names)
         triples = _triples(res, state)
         return Extraction(memories=found, entities=entities.output(state), triples=triples)
 
@@ -94,4 +99,16 @@ def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
         if not sent.question:
             for t in sentence_triples(res, state, sent):
                 out.setdefault((t.source, t.relation, t.target), t)
+        _remember_person(res, state, sent)
     return list(out.values())
+
+
+def _remember_person(res: Resources, state: ChunkState, sent: Sentence) -> None:
+    """The last person the sentence names (not its speaker), for a "she" or "he" in the next ones."""
+    label = sent.msg.speaker
+    me = None if label is None else state.speakers.get(label) or state.index.get(norm(label))
+    for m in reversed(sent.mentions):
+        ent = state.entities.get(m.key)
+        if ent is not None and m.key != me and not ent.speaker and res.lexicon.is_person(ent.type):
+            state.recent_person = m.key
+            return

@@ -15,7 +15,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from ...models import MemoryType
 from ..schema import ExtractedMemory
 from .state import Granularity, Sentence
-from .words import English
+from .words import PHATIC, English
 
 _PROCEDURAL: Final = re.compile(
     r"^\W*(?:please\s+)?(?:"
@@ -33,10 +33,14 @@ _STOP_VERBS: Final = frozenset({"back", "call", "do", "give", "go", "keep", "mak
 
 
 def memories(eng: English, sentences: list[Sentence], granularity: Granularity,
-             min_words: int) -> list[ExtractedMemory]:
-    """One memory per group of sentences; each sentence learns its memory's index (``Sentence.memory``)."""
+             min_words: int, *, small_talk: bool = False, names: frozenset[str] = frozenset()) -> list[ExtractedMemory]:
+    """One memory per group of sentences; each sentence learns its memory's index (``Sentence.memory``).
+    A group of pleasantries only ("Thanks! How can I help?") is no memory unless ``small_talk``;
+    ``names`` (lowercase speaker names) may appear in one ("Hi Maya!")."""
     out: list[ExtractedMemory] = []
     for group in groups(sentences, granularity, min_words):
+        if not small_talk and all(is_phatic(s, names) for s in group):
+            continue
         msg = group[0].msg
         text = msg.text[group[0].char_start:group[-1].char_end].strip()
         times = [t for s in group for t in s.times]
@@ -78,6 +82,13 @@ def groups(sentences: list[Sentence], granularity: Granularity, min_words: int) 
                 mine.append(pending)
         out.extend(mine)
     return out
+
+
+def is_phatic(sent: Sentence, names: frozenset[str] = frozenset()) -> bool:
+    """A greeting, thanks or offer of help and nothing else: every word is a pleasantry word or a name."""
+    msg = sent.msg
+    words = [msg.lowers[k] for k in range(sent.start, sent.end) if msg.alnum[k]]
+    return bool(words) and all(w in PHATIC or w in names for w in words)
 
 
 def is_procedural(eng: English, sent: Sentence) -> bool:

@@ -192,17 +192,19 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
             and eng.is_common(lowers[k]):
         return Candidate(k, end, 3, "weak", None)  # "Snow moved ...": kept only as a short form
     start = k
-    person = False
+    titled: int | None = None
     while start < end:
         lo = lowers[start]
         if lo in PERSON_TITLES and end - start > 1:
-            person = True
+            titled = start if titled is None else titled
         elif not _strip_first(eng, msg, start, end):
             break
         start += 1
     if start < end and not (end - start == 1 and lowers[start] in ("'s", "’s")) \
             and any(ch.isalpha() for t in texts[start:end] for ch in t):
-        return Candidate(start, end, 2, "person" if person else "cap", None)
+        if titled is not None:  # "Dr Hale": the title stays in the name, "Hale" becomes its alias
+            return Candidate(titled, end, 2, "person", " ".join(msg.span_text(titled, end).split()))
+        return Candidate(start, end, 2, "cap", None)
     return None
 
 

@@ -114,6 +114,10 @@ class ChunkState:
     """Sentence-initial common words ("Snow", "Hall") that are names only as short forms of a longer one."""
     nested: set[str] = field(default_factory=set)
     """Names inside longer names ("Tulsa" in "Philbrook Museum of Tulsa"): entities, not mentions."""
+    speakers: dict[str, str] = field(default_factory=dict)
+    """Role speaker label ("user") -> the entity key of the person who introduced themselves."""
+    recent_person: str | None = None
+    """The last person named before the current sentence, other than its speaker: who "she" is."""
     endpoints: set[str] = field(default_factory=set)
     """Entity keys used by a triple (the speaker behind "I" is an entity only then)."""
 

@@ -13,7 +13,7 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from . import roles, values
+from . import copula, jobs, roles, values
 from .arguments import SentenceView, make, objects, subject
 from .lexicon import RelationPattern
 from .resources import Resources
@@ -48,6 +48,8 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
         if produced:
             used |= toks
             out += produced
+    out += jobs.job_triples(res, ctx, used)
+    out += copula.copula_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)
     out += roles.email_triples(res, ctx)
     return out
@@ -165,7 +167,32 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
         t = make(res, ctx, src, rel, dst)
         if t is not None:
             out.append(t)
+            if not swap and (placed := place_after(res, ctx, rel, obj, k)) is not None:
+                out.append(placed)
     return out
+
+
+def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
+    """"at Northwind in Lisbon": the object is located in the place named right after it, unless the
+    relation's object is itself a place ("lives in Porto in Portugal" is another reading)."""
+    located = res.ontology.relation_info("locatedIn")
+    place = res.ontology.resolve_class("Place")
+    if located is None or place is None or any(res.ontology.is_subclass(r, place) for r in rel.range):
+        return None
+    ent = ctx.state.entities.get(obj)
+    if ent is None or res.lexicon.is_person(ent.type):
+        return None
+    mention = next((m for m in ctx.sent.mentions if m.key == obj and m.start >= k), None)
+    if mention is None:
+        return None
+    msg, j = ctx.sent.msg, mention.end
+    if j + 1 >= ctx.sent.end or msg.lowers[j] not in ("in", "at") or (j + 1) not in ctx.ment_start:
+        return None
+    where = ctx.ment_start[j + 1]
+    target = ctx.state.entities.get(where.key)
+    if target is None or target.key == obj or res.lexicon.is_person(target.type):
+        return None
+    return make(res, ctx, obj, located, where.key)
 
 
 def _passive_by(ctx: SentenceView, p: RelationPattern, first: int, last: int) -> int | None:

@@ -41,6 +41,19 @@ INTERJECTIONS: Final = frozenset({
     "anyways", "oops", "huh", "ya", "yup", "morning", "evening", "night", "good", "amazing", "gonna", "wanna",
     "gotta", "kinda", "sorta", "lemme", "gon", "guys", "guess", "also", "just", "really", "exactly", "true",
 })
+PHATIC: Final = INTERJECTIONS | frozenset({
+    "you", "your", "you're", "'re", "i", "i'm", "'m", "me", "we", "it", "that", "this", "is", "be", "am", "are",
+    "how", "what", "can", "could", "may", "might", "do", "does", "shall", "would", "will", "'ll", "help",
+    "assist", "today", "anything", "else", "something", "let", "know", "if", "need", "glad", "happy", "to",
+    "for", "with", "there", "much", "very", "so", "a", "lot", "again", "all", "the", "thing", "no", "problem",
+    "worries", "course", "of", "pleasure", "my", "here", "more", "have", "day", "nice", "see", "talk", "soon",
+    "later", "take", "care", "got", "meet", "meeting", "chat", "chatting", "sharing", "share", "noted",
+    "understood", "hear", "any", "questions", "other", "feel", "free", "ask", "'s", "s", "n't", "not", "doing",
+    "going", "up", "sounds", "good", "fine",
+    "saying", "asking", "helpful", "mind", "on", "now", "been", "was", "were", "bye", "goodbye", "hello", "hi",
+})
+"""Words a pleasantry is made of ("How can I help?", "You're welcome!", "Thanks a lot"): a memory made of
+these alone (and speaker names) says nothing worth keeping."""
 MONTHS: Final = frozenset({
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",

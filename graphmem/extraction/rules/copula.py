@@ -1,0 +1,46 @@
+"""Self-descriptions with a bare copula: "I'm 34", "I'm Brazilian".
+
+Introductions say age and nationality this way, with no relation word to match: a number right after
+"I'm"/"is" (ending the clause or followed by "years old") is an age, a nationality adjective the country
+of citizenship.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..schema import ExtractedTriple
+from .arguments import SentenceView, make, subject
+from .resources import Resources
+
+_COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s"})
+
+
+def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """age and citizenOf of "<X> is <number>" and "<X> is <nationality>" outside tokens ``used``."""
+    age, citizen = res.ontology.relation_info("age"), res.ontology.relation_info("citizenOf")
+    msg, e = ctx.sent.msg, ctx.sent.end
+    out: list[ExtractedTriple] = []
+    for k in range(ctx.sent.start, e - 1):
+        if msg.lowers[k] not in _COPULA or k in used or (k + 1) in used:
+            continue
+        nxt = k + 1
+        if age is not None and age.kind == "datatype" and msg.texts[nxt].isdigit() and 0 < int(msg.texts[nxt]) < 130 \
+                and _clause_ends(ctx, nxt + 1, ("years",)):
+            who = subject(ctx, k)
+            t = make(res, ctx, who, age, msg.texts[nxt], literal=True) if who is not None else None
+            if t is not None:
+                out.append(t)
+        elif citizen is not None and (m := ctx.ment_start.get(nxt)) is not None and m.kind == "demonym" \
+                and _clause_ends(ctx, m.end, ()):
+            who = subject(ctx, k)
+            t = make(res, ctx, who, citizen, m.key) if who is not None else None
+            if t is not None:
+                out.append(t)
+    return out
+
+
+def _clause_ends(ctx: SentenceView, k: int, also: tuple[str, ...]) -> bool:
+    """Nothing more of the phrase follows at ``k``: punctuation, "and", the sentence end, or ``also``."""
+    msg = ctx.sent.msg
+    return k >= ctx.sent.end or not msg.alnum[k] or msg.lowers[k] in ("and", "but", *also)
