@@ -50,7 +50,13 @@ LOG="$CACHE/logs/server.log"
   --port "$PORT" --n_ctx "$N_CTX" --n_threads "${GRAPHMEM_LLM_THREADS:-2}" --chat_format chat_template.default \
   >"$LOG" 2>&1 &
 SERVER=$!
-stop() { kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; true; }
+# uvicorn waits for a request in flight, and llama.cpp finishes a generation even when its client has
+# gone: a few seconds' grace, then the server is killed.
+stop() {
+  kill "$SERVER" 2>/dev/null || return 0
+  for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$SERVER" 2>/dev/null || return 0; sleep 0.5; done
+  kill -9 "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; true
+}
 trap stop EXIT
 trap 'exit 130' INT TERM
 
