@@ -98,3 +98,8 @@ vendor-js:  ## refresh the vendored Cytoscape.js of graphmem/servers/static/vend
 
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache
+
+# -- a real local LLM (issue 18): llama-cpp-python's server with Gemma 3 270M ------------------------
+.PHONY: test-llm
+test-llm: venv  ## end-to-end LLM protocol tests against llama.cpp + Gemma 3 270M (first run builds ~15 min; cache .cache/llm)
+	bash tools/llm/serve.sh $(BIN)/pytest -q -p no:cacheprovider -ra tests/llm $(ARGS)
