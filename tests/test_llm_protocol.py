@@ -5,6 +5,7 @@ server's error or configured, timeouts not re-sent, and the token usage an ``add
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from graphmem.embedding import HashingEmbedder
 from graphmem.errors import ExtractionError, LLMError
 from graphmem.extraction import ExtractionContext
 from graphmem.extraction.llm import LLMExtractor
+from graphmem.models import Scope
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
 from graphmem.testing.fake_llm import fact_responder
@@ -70,7 +72,8 @@ def test_llama_cpp_500_refusal_falls_back_once_without_client_retries(
 
 def test_explicit_json_schema_refused_by_500_is_not_retried(server: StandinServer, ontology: Ontology) -> None:
     server.imitate = "llama-cpp-python"
-    with pytest.raises(LLMError, match=r"(?s)refused the request \(HTTP 500.*Input should be 'text' or 'json_object'"):
+    refused = r"(?s)refused the request \(HTTP 500.*Input should be 'text' or 'json_object'"
+    with pytest.raises(LLMError, match=refused):
         make(server, structured_output="json_schema").extract(FACTS, context(ontology))
     assert len(server.chat_requests) == 1
 
@@ -190,3 +193,30 @@ def test_async_memory_falls_back_and_reports_usage(tmp_path: Path, server: Stand
     assert kinds(server) == ["json_schema", "json_object"]
     assert out["usage"]["fallbacks"] == 1 and out["usage"]["calls"] == 2
     assert out["usage"]["completion_tokens"] == server.usage_sent[-1]["completion_tokens"]
+
+
+# -- a repaired triple that states a stored fact again -----------------------------------------------------
+
+
+def test_repaired_duplicate_of_a_stored_fact_is_listed_under_the_stored_id(
+        backend: str, tmp_path: Path, server: StandinServer, uid: str) -> None:
+    def responder(body: dict[str, Any]) -> str:
+        if len(body["messages"]) > 2:  # the re-ask with the guard's messages: the model corrects to Lisbon
+            return json.dumps({"triples": [{"source": "Maya", "relation": "livesIn", "target": "Lisbon",
+                                            "valid_from": None, "memory": 0}]})
+        return fact_responder(body)
+
+    server.chat_responder = responder
+    cfg = make_config(backend, tmp_path, llm={"provider": "openai", "base_url": server.base_url, "api_key": "t",
+                                              "model": "standin", "max_retries": 0, "repair": True})
+    with Memory(MemoryConfig.load(cfg), embedder=HashingEmbedder(384)) as m:
+        first = m.add([{"role": "user", "name": "Maya", "content": "FACT Maya:Person livesIn Lisbon:City"}],
+                      user_id=uid)
+        again = m.add([{"role": "user", "name": "Maya", "content": "FACT Maya:Person livesIn Ming:Person"}],
+                      user_id=uid)
+        assert [r["target"] for r in again["relations"]["rejected"]] == ["Ming"]
+        assert again["usage"]["repairs"] == 1
+        stored = {r.id for r in m.store.relations(Scope(user_id=uid))}
+        (added,) = again["relations"]["added"]
+        assert added["target"] == "Lisbon" and added["id"] in stored
+        assert added["id"] == first["relations"]["added"][0]["id"] and len(stored) == 1
