@@ -220,3 +220,34 @@ def test_repaired_duplicate_of_a_stored_fact_is_listed_under_the_stored_id(
         (added,) = again["relations"]["added"]
         assert added["target"] == "Lisbon" and added["id"] in stored
         assert added["id"] == first["relations"]["added"][0]["id"] and len(stored) == 1
+
+
+# -- calls per chunk are bounded -----------------------------------------------------------------------------
+
+
+def test_output_that_loops_to_the_limit_is_not_halved(server: StandinServer, ontology: Ontology) -> None:
+    loop = '{"memories": [' + '{"text": "Maya lives in Lisbon", "memory_type": "semantic"}, ' * 100
+    server.chat_responder = lambda _body: Reply(content=loop, finish_reason="length")
+    ex = make(server)
+    with pytest.raises(ExtractionError, match=r"chunk 1 of 1: .* repeated itself .* not split"):
+        ex.extract(FACTS, context(ontology))
+    assert len(server.chat_requests) == 1 and ex.stats.splits == 0
+
+
+def test_calls_per_chunk_are_bounded(server: StandinServer, ontology: Ontology) -> None:
+    def one_line_only(body: dict[str, Any]) -> str | Reply:
+        if "\n" in body["messages"][-1]["content"].strip():
+            return Reply(content='{"memories": [{"text": "Maya', finish_reason="length")
+        return fact_responder(body)
+
+    server.chat_responder = one_line_only
+    lines = "\n".join(f"Maya: FACT Maya:Person knows Friend{i}:Person" for i in range(8))
+    ex = make(server, max_splits=3, output_retries=0)  # unbounded: 15 requests (7 halvings, 8 lines)
+    ctx = context(ontology)
+    ctx.chunk_index, ctx.chunk_count = 0, 6
+    with pytest.raises(ExtractionError, match=r"chunk 1 of 6: 8 requests spent on this chunk .* = 8\); a piece of "
+                                              r"\d+ characters and any after it were not sent"):
+        ex.extract(lines, ctx)
+    assert len(server.chat_requests) == 8
+    assert len(make(server, max_splits=3, output_retries=0).extract("\n".join(lines.splitlines()[:2]),
+                                                                    context(ontology)).triples) == 2

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import threading
+import zlib
 from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
@@ -165,6 +166,22 @@ class _Cut:
     """The answer did not fit: cut off at the output limit, or the request exceeded the context."""
 
     reason: Literal["length", "context"]
+    looping: bool = False
+    """The cut-off answer repeats itself: a smaller piece would loop the same way."""
+
+
+@dataclass
+class _Budget:
+    """Requests one chunk may cost, halves and re-asks included (refused requests are not charged)."""
+
+    limit: int
+    spent: int = 0
+
+
+def looks_looping(content: str | None) -> bool:
+    """Whether a cut-off answer ends in repetition (its last 2,000 characters compress tenfold)."""
+    tail = (content or "")[-2000:]
+    return len(tail) >= 1000 and len(zlib.compress(tail.encode("utf-8"))) * 10 < len(tail)
 
 
 class _BadOutput(Exception):
@@ -319,11 +336,14 @@ class LLMExtractor(Extractor):
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """Raise :class:`LLMError` (transport) or :class:`ExtractionError` (output); never a partial result."""
-        return self._run(self._extract(chunk, context, 0))
+        return self._run(self._extract(chunk, context, 0, self._budget()))
 
     async def aextract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """:meth:`extract` over ``openai.AsyncOpenAI``: the same requests, retries and parsing."""
-        return await self._arun(self._extract(chunk, context, 0))
+        return await self._arun(self._extract(chunk, context, 0, self._budget()))
+
+    def _budget(self) -> _Budget:
+        return _Budget(2 * (1 + self.config.max_splits) + self.config.output_retries)
 
     async def aclose(self) -> None:
         if self._aclient is not None:
@@ -381,12 +401,17 @@ class LLMExtractor(Extractor):
 
     # -- splitting ----------------------------------------------------------------------------------
 
-    def _extract(self, chunk: str, context: ExtractionContext, depth: int) -> _Chat[Extraction]:
-        answer = yield from self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}])
+    def _extract(self, chunk: str, context: ExtractionContext, depth: int, budget: _Budget) -> _Chat[Extraction]:
+        answer = yield from self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}], budget)
         if not isinstance(answer, _Cut):
             return self._checked(answer, context)
         if answer.reason == "context":
             self._check_fixed_part(context, chunk)
+        if answer.looping:
+            raise ExtractionError(f"{self.where}: {_chunk_name(context)}: the answer for a piece of {len(chunk):,} "
+                                  "characters repeated itself until llm.max_output_tokens (the model loops); "
+                                  "halving the text would loop the same way, so it was not split. Nothing of this "
+                                  "chunk was kept; try another model or a lower temperature.")
         what = ("was cut off at llm.max_output_tokens" if answer.reason == "length"
                 else "did not fit the model's context window")
         halves = split_in_two(chunk) if depth < self.config.max_splits else None
@@ -403,13 +428,13 @@ class LLMExtractor(Extractor):
                     self.where, what, len(chunk), depth + 1, self.config.max_splits)
         parts = []
         for half in halves:
-            parts.append((yield from self._extract(half, context, depth + 1)))
+            parts.append((yield from self._extract(half, context, depth + 1, budget)))
         return merge(parts)
 
     # -- asking until the answer is usable ----------------------------------------------------------
 
-    def _ask(self, spec: _Spec[M], context: ExtractionContext,
-             tail: list[ChatCompletionMessageParam]) -> _Chat[M | _Cut]:
+    def _ask(self, spec: _Spec[M], context: ExtractionContext, tail: list[ChatCompletionMessageParam],
+             budget: _Budget | None = None) -> _Chat[M | _Cut]:
         extra: list[ChatCompletionMessageParam] = []
         error = ""
         attempts = self.config.output_retries + 1
@@ -419,9 +444,9 @@ class LLMExtractor(Extractor):
                     self.stats.output_retries += 1
                 log.warning("%s: unusable answer (%s); asking again (%d of %d)", self.where, error, attempt,
                             self.config.output_retries)
-            answer = yield from self._send(spec, context, tail + extra)
+            answer = yield from self._send(spec, context, tail + extra, budget)
             if answer.finish_reason == "length":
-                return _Cut("length")
+                return _Cut("length", looks_looping(answer.content))
             if answer.finish_reason == "context":
                 return _Cut("context")
             if answer.refusal:
@@ -439,8 +464,8 @@ class LLMExtractor(Extractor):
                               f"{attempts} time(s) (llm.output_retries={self.config.output_retries}); "
                               f"last error: {error}")
 
-    def _send(self, spec: _Spec[Any], context: ExtractionContext,
-              tail: list[ChatCompletionMessageParam]) -> _Chat[_Answer]:
+    def _send(self, spec: _Spec[Any], context: ExtractionContext, tail: list[ChatCompletionMessageParam],
+              budget: _Budget | None = None) -> _Chat[_Answer]:
         """One chat completion. Adapts (once each) to servers that refuse a structured-output mode or a
         parameter, and sizes the output limit to the context window when it is known; maps every
         transport failure to :class:`LLMError`."""
@@ -469,6 +494,14 @@ class LLMExtractor(Extractor):
             elif resend_with_retries:
                 params["_retries"] = max(0, self._client.max_retries - 1)
             if not resend_with_retries:
+                if budget is not None:
+                    if budget.spent >= budget.limit:
+                        raise ExtractionError(
+                            f"{self.where}: {_chunk_name(context)}: {budget.spent} requests spent on this chunk "
+                            f"without a usable answer (the limit is 2 x (1 + llm.max_splits) + llm.output_retries "
+                            f"= {budget.limit}); a piece of {len(str(tail[0].get('content') or '')):,} characters "
+                            "and any after it were not sent. Nothing of this chunk was kept.")
+                    budget.spent += 1
                 with self._lock:
                     self.stats.calls += 1
                 if context.usage is not None:
@@ -479,12 +512,16 @@ class LLMExtractor(Extractor):
                 if exc.status_code in (400, 422) or exc.status_code >= 500:
                     moved = self._adapt(exc, mode)
                     if moved:
+                        if budget is not None:
+                            budget.spent -= 1  # refused: nothing was generated
                         if moved == "changed" and context.usage is not None:
                             context.usage.add(fallbacks=1)
                         resend_with_retries = False
                         continue
                     if _mentions(exc, _CONTEXT_WORDS) or exc.code == "context_length_exceeded":
                         if self._learn_context(exc):
+                            if budget is not None:
+                                budget.spent -= 1
                             resend_with_retries = False
                             continue
                         return _Answer(None, "context")
