@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -251,3 +252,34 @@ def test_calls_per_chunk_are_bounded(server: StandinServer, ontology: Ontology) 
     assert len(server.chat_requests) == 8
     assert len(make(server, max_splits=3, output_retries=0).extract("\n".join(lines.splitlines()[:2]),
                                                                     context(ontology)).triples) == 2
+
+
+def test_unknown_model_for_tiktoken_is_logged_once(tmp_path: Path, server: StandinServer,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    from graphmem.chunking.tokens import _reset_loads
+
+    _reset_loads()
+    with caplog.at_level(logging.WARNING, logger="graphmem"):
+        for home in ("a", "b"):  # two Memory instances, each with its chunker and prompt counter
+            with Memory(_memory_config(tmp_path / home, server), embedder=HashingEmbedder(64)) as m:
+                for i in range(2):
+                    m.add([{"role": "user", "name": "Maya", "content": f"FACT Maya:Person knows P{i}:Person"}],
+                          user_id="u1")
+    said = [r for r in caplog.records if "tiktoken does not know the model 'llama3.1'" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_context_window_from_the_model_listing(server: StandinServer, ontology: Ontology) -> None:
+    server.models = [{"id": "llama3.1", "object": "model", "owned_by": "vllm", "max_model_len": 8192}]
+    server.context_window = 8192
+    ex = make(server, max_output_tokens=8000)
+    assert ex.extract(FACTS, context(ontology)).triples
+    assert ex.extract(FACTS, context(ontology)).triples
+    assert [p for p, _ in server.requests] == ["/v1/models", "/v1/chat/completions", "/v1/chat/completions"]
+    assert all(StandinServer.prompt_tokens(b) + b["max_tokens"] <= 8192 for b in server.chat_requests)
+
+
+def test_a_server_without_a_model_listing_is_asked_once(server: StandinServer, ontology: Ontology) -> None:
+    ex = make(server)
+    assert ex.extract(FACTS, context(ontology)).triples and ex.extract(FACTS, context(ontology)).triples
+    assert [p for p, _ in server.requests] == ["/v1/models", "/v1/chat/completions", "/v1/chat/completions"]

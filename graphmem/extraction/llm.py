@@ -319,6 +319,7 @@ class LLMExtractor(Extractor):
         self._context: int | None = config.context_tokens
         self._counter: TokenCounter | None = None
         self._scale = 1.0
+        self._discovered = official or self._context is not None
         """Server-reported prompt tokens per counted token (learnt from ``usage``; counts only grow)."""
         self._send_temperature = True
         self._adapted: set[str] = set()
@@ -374,6 +375,8 @@ class LLMExtractor(Extractor):
 
     def _run(self, steps: _Chat[T]) -> T:
         def send(request: dict[str, Any]) -> Any:
+            if request.get("_models"):
+                return self._client.with_options(max_retries=0, timeout=5.0).models.list()
             retries = request.pop("_retries", None)
             client = self._client if retries is None else self._client.with_options(max_retries=retries)
             return client.chat.completions.create(**request)
@@ -384,6 +387,8 @@ class LLMExtractor(Extractor):
         aclient = self._async_client()
 
         async def send(request: dict[str, Any]) -> Any:
+            if request.get("_models"):
+                return await aclient.with_options(max_retries=0, timeout=5.0).models.list()
             retries = request.pop("_retries", None)
             client = aclient if retries is None else aclient.with_options(max_retries=retries)
             return await client.chat.completions.create(**request)
@@ -469,6 +474,13 @@ class LLMExtractor(Extractor):
         """One chat completion. Adapts (once each) to servers that refuse a structured-output mode or a
         parameter, and sizes the output limit to the context window when it is known; maps every
         transport failure to :class:`LLMError`."""
+        if not self._discovered:
+            self._discovered = True
+            try:
+                listing = yield {"_models": True}
+            except (openai.OpenAIError, ValueError):
+                listing = None  # many servers list no metadata, or no models at all: learnt later if needed
+            self._context_from_listing(listing)
         resend_with_retries = False
         while True:
             mode = self._mode
@@ -609,6 +621,21 @@ class LLMExtractor(Extractor):
             f"{window:,} tokens (at least {MIN_ANSWER_TOKENS} are kept for the answer). Splitting the chunk "
             "cannot help; use a model or server setting with a larger context (llm.context_tokens), or a "
             "smaller ontology. Nothing was sent for this chunk and nothing of it was kept.")
+
+    def _context_from_listing(self, listing: Any) -> None:
+        """The context window from ``/v1/models`` where the server lists it (vLLM ``max_model_len``,
+        LM Studio ``max_context_length``, others ``context_length``) for the configured model."""
+        for entry in getattr(listing, "data", None) or []:
+            extra = getattr(entry, "model_extra", None) or {}
+            if getattr(entry, "id", None) not in (self.model, None) and len(listing.data) > 1:
+                continue
+            for key in ("max_model_len", "max_context_length", "context_length"):
+                value = extra.get(key)
+                if isinstance(value, int) and value >= 512:
+                    with self._lock:
+                        self._context = self._context or value
+                    log.info("%s: context window %d tokens (from /v1/models %s)", self.where, value, key)
+                    return
 
     def _learn_context(self, exc: openai.APIStatusError) -> bool:
         """Whether the error taught a context size not known before (then the request is re-sized)."""

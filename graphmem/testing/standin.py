@@ -90,6 +90,8 @@ class StandinServer:
         self.context_window: int | None = None
         """Prompt tokens (as :meth:`prompt_tokens` counts them) plus the output limit allowed per request."""
         self.usage_sent: list[dict[str, int]] = []
+        self.models: list[dict[str, Any]] | None = None
+        """``GET /v1/models`` answers ``{"data": models}`` (e.g. with vLLM's ``max_model_len``); ``None``: 404."""
         """``response_format`` types answered with a 400 (e.g. ``{"json_schema"}``), before the script."""
         self.retry_after_ms: int | None = 1
         """Sent as ``retry-after-ms`` with 429 and 5xx answers, so the client's retries wait this long
@@ -215,6 +217,15 @@ class StandinServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 pass
+
+            def do_GET(self) -> None:
+                path = self.path.rstrip("/")
+                with server._lock:
+                    server.requests.append((path, {}))
+                if path.endswith("/models") and server.models is not None:
+                    self._send(200, json.dumps({"object": "list", "data": server.models}), {})
+                else:
+                    self._send(404, _error(404), {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
