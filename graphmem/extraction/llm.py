@@ -493,8 +493,7 @@ class LLMExtractor(Extractor):
             elif mode == "json_object":
                 params["response_format"] = {"type": "json_object", "schema": spec.schema} \
                     if self._object_schema else {"type": "json_object"}
-            shape = None if mode == "json_schema" else _EXTRACTION.shape
-            system: ChatCompletionMessageParam = {"role": "system", "content": prompt.system_prompt(context, shape)}
+            system = self._system(context, mode, tail)
             messages = [system, *tail]
             counted = self._prompt_tokens(messages)
             limit = self._output_limit(context, counted, system, tail)
@@ -564,6 +563,14 @@ class LLMExtractor(Extractor):
             self._record_usage(response, counted, context)
             return answer
 
+    @staticmethod
+    def _system(context: ExtractionContext, mode: Mode,
+                tail: list[ChatCompletionMessageParam]) -> ChatCompletionMessageParam:
+        """The system message: the one place the prompt module is asked for it (``tail[0]`` is the
+        chunk, should the prompt come to depend on it)."""
+        shape = None if mode == "json_schema" else _EXTRACTION.shape
+        return {"role": "system", "content": prompt.system_prompt(context, shape)}
+
     def _may_resend(self, exc: openai.OpenAIError, resent: bool) -> bool:
         """A first request went out without the client's retries (see ``_settled``): a transient
         failure of it (429, 5xx, no connection) gets them now. Timeouts are never re-sent: a local
@@ -609,8 +616,7 @@ class LLMExtractor(Extractor):
         if window is None:
             return
         if system is None:
-            system = {"role": "system", "content": prompt.system_prompt(
-                context, None if self._mode == "json_schema" else _EXTRACTION.shape)}
+            system = self._system(context, self._mode, [{"role": "user", "content": chunk}])
         fixed = self._prompt_tokens([system])
         if fixed + self._margin(window) + MIN_ANSWER_TOKENS <= window:
             return
