@@ -185,6 +185,10 @@ class LLMConfig(_Section):
     """``auto`` tries a JSON schema and falls back to JSON mode (plus validation) if the server refuses."""
     repair: bool = True
     """Send rejected triples back once with the SHACL messages before quarantining what still fails."""
+    context_tokens: int | None = Field(None, ge=512)
+    """The model's context window (prompt plus answer). ``None``: learnt from the server's first
+    context-length error. When known, ``max_tokens`` is sized to what the prompt leaves free, and a
+    prompt that cannot fit even without the chunk is reported instead of sent."""
     rules_granularity: Literal["sentence", "message"] = "sentence"
     """With ``provider: none``: one memory per sentence, or one per speaker turn (or paragraph). Whole
     turns keep the context a sentence loses ("I did!" after a question) and index fewer rows."""

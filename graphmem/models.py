@@ -6,9 +6,11 @@ import hashlib
 import math
 import numbers
 import re
+import threading
 import unicodedata
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from typing import Any, Final, TypeVar, cast
@@ -105,6 +107,31 @@ def text_hash(text: str) -> str:
     """Hash of the normalized text (case and white space folded): the exact-duplicate key."""
     folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
     return hashlib.sha256(folded.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Usage:
+    """What the extraction model was asked for one ``add``: the tokens its server reported in
+    ``usage`` and the requests made, so a caller can see what an add cost."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    """Chat-completion requests sent (refused ones included: they cost a round trip)."""
+    repairs: int = 0
+    """Re-asks with the guard's SHACL messages."""
+    fallbacks: int = 0
+    """Switches to a simpler structured-output mode or request parameter after a refusal."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "calls": self.calls, "repairs": self.repairs, "fallbacks": self.fallbacks}
 
 
 class MemoryType(StrEnum):

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import threading
+import zlib
 from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
@@ -21,6 +22,7 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..chunking.tokens import TokenCounter, token_counter
 from ..config import LLMConfig, display_uri
 from ..driving import adrive, drive
 from ..errors import ConfigError, ExtractionError, LLMError
@@ -52,6 +54,13 @@ _THINK: Final = re.compile(r"<think>.*?</think>", re.S)
 _FORMAT_WORDS: Final = ("response_format", "response format", "json_schema", "json_object", "structured output")
 _CONTEXT_WORDS: Final = ("context length", "context_length", "context window", "maximum context")
 _REFUSED_WORDS: Final = ("unsupported", "not supported", "unrecognized", "unknown", "not permitted", "extra")
+_CONTEXT_SIZE: Final = (
+    re.compile(r"context window of (\d+)", re.I),  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+    re.compile(r"maximum context length is (\d+)", re.I),  # OpenAI, vLLM
+    re.compile(r"context (?:length|size|window)[^\d]{0,20}(\d{3,})", re.I),
+)
+MIN_ANSWER_TOKENS: Final = 256
+"""Room an answer needs at least: a prompt leaving less than this is reported, not sent."""
 _CLIP: Final = 2000
 """A malformed answer echoed back in the corrective turn is shortened to this many characters."""
 
@@ -157,6 +166,22 @@ class _Cut:
     """The answer did not fit: cut off at the output limit, or the request exceeded the context."""
 
     reason: Literal["length", "context"]
+    looping: bool = False
+    """The cut-off answer repeats itself: a smaller piece would loop the same way."""
+
+
+@dataclass
+class _Budget:
+    """Requests one chunk may cost, halves and re-asks included (refused requests are not charged)."""
+
+    limit: int
+    spent: int = 0
+
+
+def looks_looping(content: str | None) -> bool:
+    """Whether a cut-off answer ends in repetition (its last 2,000 characters compress tenfold)."""
+    tail = (content or "")[-2000:]
+    return len(tail) >= 1000 and len(zlib.compress(tail.encode("utf-8"))) * 10 < len(tail)
 
 
 class _BadOutput(Exception):
@@ -284,7 +309,18 @@ class LLMExtractor(Extractor):
         # api.openai.com wants max_completion_tokens (reasoning models refuse max_tokens); most other
         # compatible servers only know max_tokens. A 400 naming the parameter switches to the other one.
         official = "api.openai.com" in str(client.base_url)
+        self._official = official
         self._token_param = "max_completion_tokens" if official else "max_tokens"
+        # Until a request has succeeded, the server's answer to our format is unknown: a refusal may
+        # come as a 500 (llama-cpp-python), which the client would retry as a server failure.
+        self._settled = False
+        self._object_schema = not official
+        """Send the schema inside json_object too (llama.cpp then constrains output to it)."""
+        self._context: int | None = config.context_tokens
+        self._counter: TokenCounter | None = None
+        self._scale = 1.0
+        self._discovered = official or self._context is not None
+        """Server-reported prompt tokens per counted token (learnt from ``usage``; counts only grow)."""
         self._send_temperature = True
         self._adapted: set[str] = set()
 
@@ -301,11 +337,14 @@ class LLMExtractor(Extractor):
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """Raise :class:`LLMError` (transport) or :class:`ExtractionError` (output); never a partial result."""
-        return self._run(self._extract(chunk, context, 0))
+        return self._run(self._extract(chunk, context, 0, self._budget()))
 
     async def aextract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """:meth:`extract` over ``openai.AsyncOpenAI``: the same requests, retries and parsing."""
-        return await self._arun(self._extract(chunk, context, 0))
+        return await self._arun(self._extract(chunk, context, 0, self._budget()))
+
+    def _budget(self) -> _Budget:
+        return _Budget(2 * (1 + self.config.max_splits) + self.config.output_retries)
 
     async def aclose(self) -> None:
         if self._aclient is not None:
@@ -322,6 +361,8 @@ class LLMExtractor(Extractor):
             {"role": "assistant", "content": previous.model_dump_json()},
             {"role": "user", "content": prompt.repair_request(rejected)},
         ]
+        if context.usage is not None:
+            context.usage.add(repairs=1)
         answer = self._run(self._ask(_REPAIR, context, tail))
         if isinstance(answer, _Cut):
             raise ExtractionError(f"{self.where}: the repair answer was cut off "
@@ -333,11 +374,26 @@ class LLMExtractor(Extractor):
     # async client, and its response (or exception) goes back into them
 
     def _run(self, steps: _Chat[T]) -> T:
-        return drive(steps, lambda request: self._client.chat.completions.create(**request))
+        def send(request: dict[str, Any]) -> Any:
+            if request.get("_models"):
+                return self._client.with_options(max_retries=0, timeout=5.0).models.list()
+            retries = request.pop("_retries", None)
+            client = self._client if retries is None else self._client.with_options(max_retries=retries)
+            return client.chat.completions.create(**request)
+
+        return drive(steps, send)
 
     async def _arun(self, steps: _Chat[T]) -> T:
-        client = self._async_client()
-        return await adrive(steps, lambda request: client.chat.completions.create(**request))
+        aclient = self._async_client()
+
+        async def send(request: dict[str, Any]) -> Any:
+            if request.get("_models"):
+                return await aclient.with_options(max_retries=0, timeout=5.0).models.list()
+            retries = request.pop("_retries", None)
+            client = aclient if retries is None else aclient.with_options(max_retries=retries)
+            return await client.chat.completions.create(**request)
+
+        return await adrive(steps, send)
 
     def _async_client(self) -> openai.AsyncOpenAI:
         """The sync client's twin (same key, endpoint, timeout and retries), made on first async use."""
@@ -350,17 +406,25 @@ class LLMExtractor(Extractor):
 
     # -- splitting ----------------------------------------------------------------------------------
 
-    def _extract(self, chunk: str, context: ExtractionContext, depth: int) -> _Chat[Extraction]:
-        answer = yield from self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}])
+    def _extract(self, chunk: str, context: ExtractionContext, depth: int, budget: _Budget) -> _Chat[Extraction]:
+        answer = yield from self._ask(_EXTRACTION, context, [{"role": "user", "content": chunk}], budget)
         if not isinstance(answer, _Cut):
             return self._checked(answer, context)
+        if answer.reason == "context":
+            self._check_fixed_part(context, chunk)
+        if answer.looping:
+            raise ExtractionError(f"{self.where}: {_chunk_name(context)}: the answer for a piece of {len(chunk):,} "
+                                  "characters repeated itself until llm.max_output_tokens (the model loops); "
+                                  "halving the text would loop the same way, so it was not split. Nothing of this "
+                                  "chunk was kept; try another model or a lower temperature.")
         what = ("was cut off at llm.max_output_tokens" if answer.reason == "length"
                 else "did not fit the model's context window")
         halves = split_in_two(chunk) if depth < self.config.max_splits else None
         if halves is None:
             fix = (f"raise llm.max_output_tokens (now {self.config.max_output_tokens}) or lower chunking.max_tokens"
                    if answer.reason == "length" else "lower chunking.max_tokens or use a model with a larger context")
-            raise ExtractionError(f"{self.where}: the answer for a piece of {len(chunk):,} characters {what} "
+            raise ExtractionError(f"{self.where}: {_chunk_name(context)}: the answer for a piece of {len(chunk):,} "
+                                  f"characters {what} "
                                   f"even after halving the chunk {depth} time(s) (llm.max_splits="
                                   f"{self.config.max_splits}); {fix}. Nothing of this chunk was kept.")
         with self._lock:
@@ -369,13 +433,13 @@ class LLMExtractor(Extractor):
                     self.where, what, len(chunk), depth + 1, self.config.max_splits)
         parts = []
         for half in halves:
-            parts.append((yield from self._extract(half, context, depth + 1)))
+            parts.append((yield from self._extract(half, context, depth + 1, budget)))
         return merge(parts)
 
     # -- asking until the answer is usable ----------------------------------------------------------
 
-    def _ask(self, spec: _Spec[M], context: ExtractionContext,
-             tail: list[ChatCompletionMessageParam]) -> _Chat[M | _Cut]:
+    def _ask(self, spec: _Spec[M], context: ExtractionContext, tail: list[ChatCompletionMessageParam],
+             budget: _Budget | None = None) -> _Chat[M | _Cut]:
         extra: list[ChatCompletionMessageParam] = []
         error = ""
         attempts = self.config.output_retries + 1
@@ -385,9 +449,9 @@ class LLMExtractor(Extractor):
                     self.stats.output_retries += 1
                 log.warning("%s: unusable answer (%s); asking again (%d of %d)", self.where, error, attempt,
                             self.config.output_retries)
-            answer = yield from self._send(spec, context, tail + extra)
+            answer = yield from self._send(spec, context, tail + extra, budget)
             if answer.finish_reason == "length":
-                return _Cut("length")
+                return _Cut("length", looks_looping(answer.content))
             if answer.finish_reason == "context":
                 return _Cut("context")
             if answer.refusal:
@@ -405,34 +469,84 @@ class LLMExtractor(Extractor):
                               f"{attempts} time(s) (llm.output_retries={self.config.output_retries}); "
                               f"last error: {error}")
 
-    def _send(self, spec: _Spec[Any], context: ExtractionContext,
-              tail: list[ChatCompletionMessageParam]) -> _Chat[_Answer]:
+    def _send(self, spec: _Spec[Any], context: ExtractionContext, tail: list[ChatCompletionMessageParam],
+              budget: _Budget | None = None) -> _Chat[_Answer]:
         """One chat completion. Adapts (once each) to servers that refuse a structured-output mode or a
-        parameter; maps every transport failure to :class:`LLMError`."""
+        parameter, and sizes the output limit to the context window when it is known; maps every
+        transport failure to :class:`LLMError`."""
+        if not self._discovered:
+            self._discovered = True
+            try:
+                listing = yield {"_models": True}
+            except (openai.OpenAIError, ValueError):
+                listing = None  # many servers list no metadata, or no models at all: learnt later if needed
+            self._context_from_listing(listing)
+        resend_with_retries = False
         while True:
             mode = self._mode
-            params: dict[str, Any] = {self._token_param: self.config.max_output_tokens}
+            params: dict[str, Any] = {}
             if self._send_temperature:
                 params["temperature"] = self.config.temperature
             if mode == "json_schema":
                 params["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": spec.name, "strict": True, "schema": spec.schema}}
             elif mode == "json_object":
-                params["response_format"] = {"type": "json_object"}
-            shape = None if mode == "json_schema" else _EXTRACTION.shape
-            chunk = str(tail[0].get("content") or "")  # the chunk: first in every tail sent
-            system: ChatCompletionMessageParam = {"role": "system",
-                                                  "content": prompt.system_prompt(context, shape, chunk)}
-            with self._lock:
-                self.stats.calls += 1
+                params["response_format"] = {"type": "json_object", "schema": spec.schema} \
+                    if self._object_schema else {"type": "json_object"}
+            system = self._system(context, mode, tail)
+            messages = [system, *tail]
+            counted = self._prompt_tokens(messages)
+            limit = self._output_limit(context, counted, system, tail)
+            if limit is None:
+                return _Answer(None, "context")
+            params[self._token_param] = limit
+            if not self._settled and not resend_with_retries:
+                params["_retries"] = 0  # a refusal must not be retried as a server failure
+            elif resend_with_retries:
+                params["_retries"] = max(0, self._client.max_retries - 1)
+            if not resend_with_retries:
+                if budget is not None:
+                    if budget.spent >= budget.limit:
+                        raise ExtractionError(
+                            f"{self.where}: {_chunk_name(context)}: {budget.spent} requests spent on this chunk "
+                            f"without a usable answer (the limit is 2 x (1 + llm.max_splits) + llm.output_retries "
+                            f"= {budget.limit}); a piece of {len(str(tail[0].get('content') or '')):,} characters "
+                            "and any after it were not sent. Nothing of this chunk was kept.")
+                    budget.spent += 1
+                with self._lock:
+                    self.stats.calls += 1
+                if context.usage is not None:
+                    context.usage.add(calls=1)
             try:
-                response = yield {"model": self.model, "messages": [system, *tail], **params}
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if self._adapt(exc, mode):
+                response = yield {"model": self.model, "messages": messages, **params}
+            except openai.APIStatusError as exc:
+                if exc.status_code in (400, 422) or exc.status_code >= 500:
+                    moved = self._adapt(exc, mode)
+                    if moved:
+                        if budget is not None:
+                            budget.spent -= 1  # refused: nothing was generated
+                        if moved == "changed" and context.usage is not None:
+                            context.usage.add(fallbacks=1)
+                        resend_with_retries = False
+                        continue
+                    if _mentions(exc, _CONTEXT_WORDS) or exc.code == "context_length_exceeded":
+                        if self._learn_context(exc):
+                            if budget is not None:
+                                budget.spent -= 1
+                            resend_with_retries = False
+                            continue
+                        return _Answer(None, "context")
+                    if _mentions(exc, _FORMAT_WORDS):  # a refusal: the same request fails the same way
+                        raise self._error(exc, refused=True) from exc
+                if self._may_resend(exc, resend_with_retries):
+                    resend_with_retries = True
                     continue
-                if _mentions(exc, _CONTEXT_WORDS) or exc.code == "context_length_exceeded":
-                    return _Answer(None, "context")
                 raise self._error(exc) from exc
+            except openai.APIConnectionError as exc:
+                if not isinstance(exc, openai.APITimeoutError) and self._may_resend(exc, resend_with_retries):
+                    resend_with_retries = True
+                    continue
+                raise self._error(exc, context=context) from exc
             except openai.OpenAIError as exc:
                 raise self._error(exc) from exc
             except ValueError as exc:  # a 200 whose body is not JSON
@@ -441,23 +555,140 @@ class LLMExtractor(Extractor):
             try:
                 choice = response.choices[0]
                 message = choice.message
-                return _Answer(message.content, choice.finish_reason, getattr(message, "refusal", None))
+                answer = _Answer(message.content, choice.finish_reason, getattr(message, "refusal", None))
             except (AttributeError, IndexError, TypeError) as exc:
                 raise LLMError(f"{self.where} answered with something that is not a chat completion "
                                f"(no choices); check llm.base_url: {str(response)[:200]}") from exc
+            self._settled = True
+            self._record_usage(response, counted, context)
+            return answer
 
-    def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> bool:
-        """Whether a refused request should be sent again in a simpler form (the change is remembered)."""
+    @staticmethod
+    def _system(context: ExtractionContext, mode: Mode,
+                tail: list[ChatCompletionMessageParam]) -> ChatCompletionMessageParam:
+        """The system message: the one place the prompt module is asked for it. ``tail[0]`` is the
+        chunk in every request (repairs and re-asks too), so they all see its pruned vocabulary."""
+        shape = None if mode == "json_schema" else _EXTRACTION.shape
+        return {"role": "system", "content": prompt.system_prompt(context, shape, str(tail[0].get("content") or ""))}
+
+    def _may_resend(self, exc: openai.OpenAIError, resent: bool) -> bool:
+        """A first request went out without the client's retries (see ``_settled``): a transient
+        failure of it (429, 5xx, no connection) gets them now. Timeouts are never re-sent: a local
+        server keeps generating after the client gave up, so a re-send doubles its work."""
+        transient = isinstance(exc, openai.APIConnectionError) or (
+            isinstance(exc, openai.APIStatusError) and (exc.status_code == 429 or exc.status_code >= 500))
+        return transient and not resent and not self._settled and self._client.max_retries > 0
+
+    # -- sizing to the context window ----------------------------------------------------------------
+
+    def _count(self, text: str) -> int:
+        if self._counter is None:
+            self._counter = token_counter(self.model)
+        return self._counter.count(text)
+
+    def _prompt_tokens(self, messages: Sequence[ChatCompletionMessageParam]) -> int:
+        """The prompt's tokens as the server will count them (chat-template overhead included)."""
+        raw = sum(self._count(str(m.get("content") or "")) + 4 for m in messages) + 8
+        return int(raw * self._scale) + 1
+
+    def _margin(self, context_tokens: int) -> int:
+        return 32 + context_tokens // 64
+
+    def _output_limit(self, context: ExtractionContext, prompt_tokens: int, system: ChatCompletionMessageParam,
+                      tail: list[ChatCompletionMessageParam]) -> int | None:
+        """``max_tokens`` to send, ``None`` when the chunk leaves no room for an answer (split it).
+        Raises when even the prompt without the chunk cannot fit."""
+        window = self._context
+        if window is None:
+            return self.config.max_output_tokens
+        room = window - prompt_tokens - self._margin(window)
+        if room >= MIN_ANSWER_TOKENS:
+            return min(self.config.max_output_tokens, room)
+        chunk = str(tail[0].get("content") or "") if tail else ""
+        self._check_fixed_part(context, chunk, system)
+        return None
+
+    def _check_fixed_part(self, context: ExtractionContext, chunk: str,
+                          system: ChatCompletionMessageParam | None = None) -> None:
+        """Raise when the prompt without the chunk leaves no room for an answer: splitting the chunk
+        cannot help then."""
+        window = self._context
+        if window is None:
+            return
+        if system is None:
+            system = self._system(context, self._mode, [{"role": "user", "content": chunk}])
+        fixed = self._prompt_tokens([system])
+        if fixed + self._margin(window) + MIN_ANSWER_TOKENS <= window:
+            return
+        chunk_tokens = int(self._count(chunk) * self._scale)
+        raise ExtractionError(
+            f"{self.where}: {_chunk_name(context)}: the prompt does not fit the model's context window even "
+            f"without the conversation: system prompt ~{fixed:,} tokens, chunk ~{chunk_tokens:,} tokens, context "
+            f"{window:,} tokens (at least {MIN_ANSWER_TOKENS} are kept for the answer). Splitting the chunk "
+            "cannot help; use a model or server setting with a larger context (llm.context_tokens), or a "
+            "smaller ontology. Nothing was sent for this chunk and nothing of it was kept.")
+
+    def _context_from_listing(self, listing: Any) -> None:
+        """The context window from ``/v1/models`` where the server lists it (vLLM ``max_model_len``,
+        LM Studio ``max_context_length``, others ``context_length``) for the configured model."""
+        for entry in getattr(listing, "data", None) or []:
+            extra = getattr(entry, "model_extra", None) or {}
+            if getattr(entry, "id", None) not in (self.model, None) and len(listing.data) > 1:
+                continue
+            for key in ("max_model_len", "max_context_length", "context_length"):
+                value = extra.get(key)
+                if isinstance(value, int) and value >= 512:
+                    with self._lock:
+                        self._context = self._context or value
+                    log.info("%s: context window %d tokens (from /v1/models %s)", self.where, value, key)
+                    return
+
+    def _learn_context(self, exc: openai.APIStatusError) -> bool:
+        """Whether the error taught a context size not known before (then the request is re-sized)."""
+        text = _error_text(exc)
+        for pattern in _CONTEXT_SIZE:
+            found = pattern.search(text)
+            if found:
+                size = int(found.group(1))
+                with self._lock:
+                    if size == self._context:
+                        return False
+                    self._context = size
+                log.warning("%s: context window is %d tokens (from the server's error); sizing requests to it",
+                            self.where, size)
+                return True
+        return False
+
+    def _record_usage(self, response: Any, counted: int, context: ExtractionContext) -> None:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        if context.usage is not None:
+            context.usage.add(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        if prompt_tokens > counted > 0:  # the server's tokenizer counts more than ours
+            with self._lock:
+                self._scale = min(4.0, self._scale * prompt_tokens / counted)
+
+    def _adapt(self, exc: openai.APIStatusError, mode: Mode) -> Literal["moved", "changed", None]:
+        """Whether a refused request should be sent again in a simpler form (the change is remembered):
+        ``changed`` by this call, ``moved`` by another thread meanwhile, ``None``: no."""
         text = _error_text(exc)
         with self._lock:
             if mode != self._mode:  # another thread already moved on
-                return True
+                return "moved"
+            if (self.config.structured_output == "auto" and mode == "json_object" and self._object_schema
+                    and _mentions(exc, ("schema",)) and not _mentions(exc, ("json_object",))):
+                self._object_schema = False  # the server knows JSON mode but not a schema inside it
+                self.stats.fallbacks += 1
+                log.warning("%s refused a schema inside json_object (%s); sending plain JSON mode", self.where,
+                            text[:200])
+                return "changed"
             if self.config.structured_output == "auto" and mode != "text" and _mentions(exc, _FORMAT_WORDS):
                 self._mode = "json_object" if mode == "json_schema" else "text"
                 self.stats.fallbacks += 1
                 log.warning("%s refused response_format %s (%s); using %s from now on", self.where, mode,
                             text[:200], self._mode)
-                return True
+                return "changed"
             refused = any(w in text.lower() for w in _REFUSED_WORDS)
             if refused and self._token_param in text and "tokens" not in self._adapted:
                 self._adapted.add("tokens")
@@ -466,17 +697,18 @@ class LLMExtractor(Extractor):
                 self.stats.fallbacks += 1
                 log.warning("%s refused the output-limit parameter; sending %s instead", self.where,
                             self._token_param)
-                return True
+                return "changed"
             if refused and self._send_temperature and "temperature" in text and "temperature" not in self._adapted:
                 self._adapted.add("temperature")
                 self._send_temperature = False
                 self.stats.fallbacks += 1
                 log.warning("%s refused temperature=%s; using the model's default", self.where,
                             self.config.temperature)
-                return True
-        return False
+                return "changed"
+        return None
 
-    def _error(self, exc: openai.OpenAIError) -> LLMError:
+    def _error(self, exc: openai.OpenAIError, refused: bool = False,
+               context: ExtractionContext | None = None) -> LLMError:
         """A message a person can act on: what kind of failure, where, after how many tries."""
         tries = f"after {self._client.max_retries} retr{'y' if self._client.max_retries == 1 else 'ies'}"
         detail = _error_text(exc)[:300]
@@ -484,8 +716,10 @@ class LLMExtractor(Extractor):
             text = (f"rate limit: {self.where} answered 429 (too many requests or quota exhausted) {tries}: {detail}. "
                     "Wait, lower the request rate, or raise llm.max_retries")
         elif isinstance(exc, openai.APITimeoutError):
-            text = (f"timeout: {self.where} did not answer within llm.timeout_s={self.config.timeout_s}s {tries}. "
-                    "Raise llm.timeout_s or check the server's load")
+            where = f" for {_chunk_name(context)}" if context is not None else ""
+            sent = " (not re-sent: a local server keeps generating after a timeout)" if not self._settled else ""
+            text = (f"timeout: {self.where} did not answer{where} within llm.timeout_s={self.config.timeout_s}s "
+                    f"{tries}{sent}; nothing of that chunk was kept. Raise llm.timeout_s or check the server's load")
         elif isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             text = (f"unreachable: cannot connect to {self.where} {tries} ({cause}). Check llm.base_url and that "
@@ -494,6 +728,9 @@ class LLMExtractor(Extractor):
             text = f"{self.where} refused the API key (HTTP {exc.status_code}): {detail}. Check llm.api_key"
         elif isinstance(exc, openai.NotFoundError):
             text = f"{self.where} answered 404: unknown model or wrong llm.base_url: {detail}"
+        elif isinstance(exc, openai.APIStatusError) and refused:
+            text = (f"{self.where} refused the request (HTTP {exc.status_code}; not retried, a refusal repeats): "
+                    f"{detail}")
         elif isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
             text = f"server error: {self.where} answered HTTP {exc.status_code} {tries}: {detail}"
         elif isinstance(exc, openai.APIStatusError):
@@ -536,6 +773,10 @@ class LLMExtractor(Extractor):
             log.warning("%s: dropped %d triple(s) whose memory index is not one of the %d memories", self.where,
                         len(triples) - len(kept), memories)
         return kept
+
+
+def _chunk_name(context: ExtractionContext) -> str:
+    return f"chunk {context.chunk_index + 1} of {context.chunk_count}"
 
 
 def _error_text(exc: openai.OpenAIError) -> str:

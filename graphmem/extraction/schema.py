@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import MemoryType
+from ..models import MemoryType, Usage
 from ..ontology import Ontology
 
 
@@ -78,6 +78,11 @@ class ExtractionContext:
     speakers: list[str] = field(default_factory=list)
     memories: list[KnownMemory] = field(default_factory=list)
     entities: list[KnownEntity] = field(default_factory=list)
+    chunk_index: int = 0
+    chunk_count: int = 1
+    """Where the chunk sits in its ``add`` (errors name it: "chunk 2 of 6")."""
+    usage: Usage | None = None
+    """The ``add``'s usage counters; an extractor that calls a model adds to them."""
 
 
 @dataclass(frozen=True)

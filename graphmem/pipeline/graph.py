@@ -195,6 +195,9 @@ class _Item:
     closes: list[Relation] = field(default_factory=list)
     valid_to: datetime | None = None
     quarantine_id: str | None = None
+    twin: str | None = None
+    """Id of the stored open fact this item states again: the store merges it there, so the summary
+    and the write name that id (a fresh one would name nothing in the store)."""
 
 
 class _Resolver:
@@ -380,6 +383,11 @@ class GraphPlanner:
                 verdicts[i] = v
         final = [v for v in verdicts if v is not None]
         self._settle(items, final, groups, ctx)
+        open_facts = {(r.source_id, r.relation, (r.target_id, r.value)): r.id for r in ctx.relations
+                      if r.valid_to is None}
+        for it in items:
+            if it.valid_to is None:
+                it.twin = open_facts.get((it.source.id, it.relation or "", _object(it)))
         for it in items:  # a closed fact's other end changes too: the store locks it
             for r in it.closes:
                 if r.target_id:
@@ -489,6 +497,7 @@ class GraphPlanner:
             twin.memory_ids.extend(m for m in it.memory_ids if m not in twin.memory_ids)
             return
         rel = Relation(
+            **({"id": it.twin} if it.twin else {}),
             source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
             value=it.literal.value if it.literal else None, datatype=it.literal.datatype if it.literal else None,
             memory_ids=list(it.memory_ids), valid_from=it.valid_from, valid_to=it.valid_to, created_at=now,

@@ -34,6 +34,7 @@ from ..models import (
     MemoryType,
     Message,
     Scope,
+    Usage,
     clean_text,
     new_id,
     norm_name,
@@ -107,6 +108,7 @@ class _Extracted:
     extractions: list[Extraction] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     """What the extractor returned that failed validation, with the reason (``add`` reports it)."""
+    usage: Usage = field(default_factory=Usage)
 
 
 def _word_pattern(name: str) -> re.Pattern[str]:
@@ -203,6 +205,7 @@ class Ingestor:
             out["chunks"] = len(extracted.chunks)
             out["token_counter"] = extracted.counter
             out["dropped"] = extracted.dropped
+            out["usage"] = extracted.usage.as_dict()
         return out
 
     def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> Callable[[], GraphPlan]:
@@ -317,6 +320,7 @@ class Ingestor:
                 ontology=ontology, reference_time=reference, speakers=speakers,
                 memories=(yield from self._known_memories(req.scope, chunk, vec)) if vec is not None else [],
                 entities=(yield from self._known_entities(req.scope, chunk)),
+                chunk_index=c, chunk_count=len(out.chunks), usage=out.usage,
             )
             result = yield from extraction(chunk, ctx)
             out.contexts.append(ctx)

@@ -94,12 +94,23 @@ class RelationsSummary(_Response):
     """Quarantined triples with their reasons (see ``GET /v1/quarantine``)."""
 
 
+class UsageOut(_Response):
+    """What the extraction model was asked during this add (tokens as its server reported them)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+    repairs: int
+    fallbacks: int
+
+
 class AddResponse(_Response):
     results: list[AddedMemory]
     relations: RelationsSummary
     chunks: int | None = None
     token_counter: str | None = None
     dropped: Any = None
+    usage: UsageOut | None = None
 
 
 class MemoryOut(_Response):

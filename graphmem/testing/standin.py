@@ -6,7 +6,10 @@ status codes and JSON parsing included. Answers come from a script (a queue of :
 when the queue is empty, from a responder function (which sees the request, so it can answer per
 content); faults (429, 500, slow, truncated or malformed output, refusals) are scripted the same way.
 ``unsupported_formats`` makes it refuse ``response_format`` types with a 400, like servers without
-JSON-schema support. Every request body is recorded in ``requests``.
+JSON-schema support; ``imitate = "llama-cpp-python"`` refuses the way llama-cpp-python 0.3.36 does
+(``json_schema`` with an HTTP 500, a context overflow with its own message); ``context_window`` makes
+it refuse requests whose prompt plus output limit exceed it. Every request body is recorded in
+``requests``, and the ``usage`` of every answer in ``usage_sent``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 from ..embedding.hashing import HashingEmbedder
 
@@ -83,6 +86,12 @@ class StandinServer:
         self.chat_responder: ChatResponder = lambda _request: "{}"
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.unsupported_formats: set[str] = set()
+        self.imitate: Literal["openai", "llama-cpp-python"] = "openai"
+        self.context_window: int | None = None
+        """Prompt tokens (as :meth:`prompt_tokens` counts them) plus the output limit allowed per request."""
+        self.usage_sent: list[dict[str, int]] = []
+        self.models: list[dict[str, Any]] | None = None
+        """``GET /v1/models`` answers ``{"data": models}`` (e.g. with vLLM's ``max_model_len``); ``None``: 404."""
         """``response_format`` types answered with a 400 (e.g. ``{"json_schema"}``), before the script."""
         self.retry_after_ms: int | None = 1
         """Sent as ``retry-after-ms`` with 429 and 5xx answers, so the client's retries wait this long
@@ -124,11 +133,35 @@ class StandinServer:
         with self._lock:
             return script.popleft() if script else None
 
-    def _chat(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+    @staticmethod
+    def prompt_tokens(body: dict[str, Any]) -> int:
+        """The stand-in's token count of a request's messages: 4 characters a token, 4 per message."""
+        return sum(len(str(m.get("content") or "")) // 4 + 4 for m in body.get("messages", []))
+
+    def _refusal(self, body: dict[str, Any]) -> tuple[int, str] | None:
         fmt = body.get("response_format")
         kind = fmt.get("type") if isinstance(fmt, dict) else None
+        llama = self.imitate == "llama-cpp-python"
+        if llama and kind == "json_schema":  # its pydantic request model only knows these two
+            return 500, json.dumps({"error": {"message": (
+                "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be "
+                f"'text' or 'json_object' [type=literal_error, input_value='{kind}', input_type=str]"),
+                "type": "internal_server_error"}})
         if kind in self.unsupported_formats:
-            return 400, _error(400, f"response_format type '{kind}' is not supported by this server"), {}
+            return 400, _error(400, f"response_format type '{kind}' is not supported by this server")
+        limit = body.get("max_tokens") if llama else body.get("max_tokens", body.get("max_completion_tokens"))
+        asked = self.prompt_tokens(body) + (limit if isinstance(limit, int) else 0)
+        if self.context_window is not None and asked > self.context_window:
+            message = (f"Requested tokens ({asked}) exceed context window of {self.context_window}" if llama else
+                       f"This model's maximum context length is {self.context_window} tokens. However, you "
+                       f"requested {asked} tokens.")
+            return 400, _error(400, message, "context_length_exceeded")
+        return None
+
+    def _chat(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        refused = self._refusal(body)
+        if refused is not None:
+            return refused[0], refused[1], {}
         reply = self._next(self.chat_script)
         if reply is None:
             answer = self.chat_responder(body)
@@ -147,11 +180,16 @@ class StandinServer:
                  "function": {"name": call["name"], "arguments": call["arguments"]}}
                 for call in reply.tool_calls]
             finish = "tool_calls"
+        prompt = self.prompt_tokens(body)
+        completion = len(reply.content or "") // 4 + 1
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        with self._lock:
+            self.usage_sent.append(usage)
         return 200, json.dumps({
             "id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "standin"),
             "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": usage,
         }), reply.headers
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
@@ -179,6 +217,15 @@ class StandinServer:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 pass
+
+            def do_GET(self) -> None:
+                path = self.path.rstrip("/")
+                with server._lock:
+                    server.requests.append((path, {}))
+                if path.endswith("/models") and server.models is not None:
+                    self._send(200, json.dumps({"object": "list", "data": server.models}), {})
+                else:
+                    self._send(404, _error(404), {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
