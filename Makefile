@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate shacl-tests notebooks-strip clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ bench-fulltext: venv  ## SQLite full-text candidates at 100k: natural and common
 
 bench-async: venv  ## N concurrent add(infer=True) with a slow stand-in LLM: native AsyncMemory vs to_thread(Memory.add), both backends
 	bash tools/with-neo4j.sh $(BIN)/python bench/async_add.py $(ARGS)
+
+PEERS := .cache/bench-peers
+bench-peers:  ## mem0 2.2.1 (local Qdrant, offline) and graphmem side by side on the same data (own virtualenv in .cache/bench-peers)
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
+	cd /tmp && MEM0_TELEMETRY=False $(PEERS)/bin/python $(CURDIR)/bench/peers.py $${PEERS_DATA:-$(CURDIR)/../shared/data/locomo-dev.json.gz} --out $(CURDIR)/bench/results/peers.json $(ARGS)
 
 bench-startup: venv  ## import, CLI and first add+search times of fresh processes, against a baseline commit
 	$(BIN)/python bench/startup.py $(ARGS)
