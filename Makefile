@@ -98,3 +98,6 @@ vendor-js:  ## refresh the vendored Cytoscape.js of graphmem/servers/static/vend
 
 clean:
 	rm -rf $(VENV) tools/neo4j/target .pytest_cache .mypy_cache .ruff_cache
+
+bench-extraction: venv  ## issue 18: rule extractor on the gold set (ARGS='--extractor llm --standin' or '--base-url URL --model M')
+	$(BIN)/python bench/extraction.py $${ARGS:---extractor rules}

@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from extraction_score import relations_of, score  # noqa: E402
+from extraction_score import relations_of, score
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "bench" / "data" / "extraction-gold.jsonl"
@@ -263,8 +263,8 @@ def main() -> None:
     collected = collect(args, gold)
     result = score(gold, collected["runs"], rels) | {"sent": _sum_sent(collected), "seconds": collected["seconds"]}
     report(f"{name} @ {_commit()}", result, args.worst)
-    out: dict[str, Any] = {"benchmark": "extraction", "extractor": name, "commit": _commit(),
-                           "gold": str(args.gold.relative_to(ROOT)) if args.gold.is_relative_to(ROOT) else str(args.gold),
+    gold_name = str(args.gold.relative_to(ROOT)) if args.gold.is_relative_to(ROOT) else str(args.gold)
+    out: dict[str, Any] = {"benchmark": "extraction", "extractor": name, "commit": _commit(), "gold": gold_name,
                            "date": datetime.now(UTC).isoformat(timespec="seconds"),
                            "model": args.model if args.extractor == "llm" else None,
                            "cpus": os.cpu_count(), **result}
