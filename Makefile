@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers shacl-tests notebooks-strip clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -109,3 +109,6 @@ clean:
 .PHONY: test-llm
 test-llm: venv  ## end-to-end LLM protocol tests against llama.cpp + Gemma 3 270M (first run builds ~15 min; cache .cache/llm)
 	bash tools/llm/serve.sh $(BIN)/pytest -q -p no:cacheprovider -ra tests/llm $(ARGS)
+
+bench-extraction: venv  ## extraction quality on bench/data/extraction-gold.jsonl: rule extractor on the gold set (ARGS='--extractor llm --standin' or '--base-url URL --model M')
+	$(BIN)/python bench/extraction.py $${ARGS:---extractor rules}

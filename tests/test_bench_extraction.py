@@ -1,0 +1,76 @@
+"""The extraction benchmark's scorer gives known precision/recall/F1 on a known prediction, and the
+gold set is valid: it parses, and every gold relation is a property of the default ontology whose
+domain and range admit the endpoint types the conversation gives."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from extraction_score import relations_of, score  # noqa: E402
+
+from graphmem.ontology import Ontology  # noqa: E402
+
+GOLD = BENCH / "data" / "extraction-gold.jsonl"
+
+
+@pytest.fixture(scope="module")
+def ontology() -> Ontology:
+    return Ontology.load()
+
+
+def _entity(i: str, name: str, aliases: list[str] | None = None) -> dict[str, object]:
+    return {"id": i, "name": name, "aliases": aliases or []}
+
+
+def test_known_prediction_scores_known_prf(ontology: Ontology) -> None:
+    gold = [{"id": "c1", "tags": ["t"], "memories": ["Maya is allergic to peanuts", "Maya lives in Porto"],
+             "triples": [["Maya", "worksFor", "Northwind"], ["Maya", "livedIn", "Lisbon"],
+                         ["Maya", "friendOf", "Tom"], ["Maya", "allergicTo", "peanuts"]],
+             "aliases": {}}]
+    run = {"entities": [_entity("m", "maya"), _entity("n", "Northwind"), _entity("l", "Lisbon"),
+                        _entity("t", "Tom"), _entity("p", "peanut"), _entity("u", "user")],
+           "facts": [
+               {"relation_name": "gm:employs", "source": {"id": "n"}, "target": {"id": "m"}},  # inverse: match
+               {"relation_name": "gm:livesIn", "source": {"id": "m"}, "target": {"id": "l"},
+                "valid_to": "2026-01-01T00:00:00Z"},  # superseded livesIn reads as livedIn: match
+               {"relation_name": "gm:friendOf", "source": {"id": "t"}, "target": {"id": "m"}},  # symmetric: match
+               {"relation_name": "gm:dislikes", "source": {"id": "m"}, "target": {"id": "p"}},  # super-property: miss
+               {"relation_name": "gm:livesIn", "source": {"id": "u"}, "target": {"id": "l"}},  # extra
+           ],
+           "memories": [{"memory": "I'm allergic to peanuts.", "actor_id": "Maya"},
+                        {"memory": "How can I help today?"}]}
+    result = score(gold, {"c1": run}, relations_of(ontology))
+    assert result["triples"] == {"precision": 0.6, "recall": 0.75, "f1": 0.6667, "tp": 3, "gold": 4, "stored": 5}
+    assert result["memories"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "tp": 1, "gold": 2, "stored": 2}
+    row = result["per_conversation"][0]
+    assert row["triples"]["missed"] == ["Maya allergicTo peanuts"]
+    assert row["memories"]["extra"] == ["How can I help today?"]
+
+
+def test_smalltalk_counts_anything_stored_as_false_positive(ontology: Ontology) -> None:
+    gold = [{"id": "s", "tags": ["smalltalk"], "memories": [], "triples": []}]
+    run = {"entities": [], "facts": [], "memories": [{"memory": "Hello! How can I help you today?"}]}
+    result = score(gold, {"s": run}, relations_of(ontology))
+    assert result["smalltalk"] == {"conversations": 1, "with_anything_stored": 1, "memories": 1, "facts": 0}
+    assert result["memories"]["precision"] == 0.0
+
+
+def test_gold_set_is_valid(ontology: Ontology) -> None:
+    convs = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(convs) >= 30
+    assert len({c["id"] for c in convs}) == len(convs)
+    for c in convs:
+        assert {"id", "tags", "reference_time", "messages", "memories", "triples", "types"} <= c.keys(), c["id"]
+        for s, r, t in c["triples"]:
+            info = ontology.relation_info(r)
+            assert info is not None and info.name == r, (c["id"], r)
+            assert all(ontology.is_subclass(c["types"][s], d) for d in info.domain), (c["id"], s, r)
+            if info.kind == "object":
+                assert all(ontology.is_subclass(c["types"][t], d) for d in info.range), (c["id"], r, t)
