@@ -510,7 +510,7 @@ class LLMExtractor(Extractor):
                         raise ExtractionError(
                             f"{self.where}: {_chunk_name(context)}: {budget.spent} requests spent on this chunk "
                             f"without a usable answer (the limit is 2 x (1 + llm.max_splits) + llm.output_retries "
-                            f"= {budget.limit}); a piece of {len(str(tail[0].get('content') or '')):,} characters "
+                            f"= {budget.limit}); a piece of {len(_chunk_of(tail)):,} characters "
                             "and any after it were not sent. Nothing of this chunk was kept.")
                     budget.spent += 1
                 with self._lock:
@@ -569,7 +569,7 @@ class LLMExtractor(Extractor):
         """The system message: the one place the prompt module is asked for it. ``tail[0]`` is the
         chunk in every request (repairs and re-asks too), so they all see its pruned vocabulary."""
         shape = None if mode == "json_schema" else _EXTRACTION.shape
-        return {"role": "system", "content": prompt.system_prompt(context, shape, str(tail[0].get("content") or ""))}
+        return {"role": "system", "content": prompt.system_prompt(context, shape, _chunk_of(tail))}
 
     def _may_resend(self, exc: openai.OpenAIError, resent: bool) -> bool:
         """A first request went out without the client's retries (see ``_settled``): a transient
@@ -604,7 +604,7 @@ class LLMExtractor(Extractor):
         room = window - prompt_tokens - self._margin(window)
         if room >= MIN_ANSWER_TOKENS:
             return min(self.config.max_output_tokens, room)
-        chunk = str(tail[0].get("content") or "") if tail else ""
+        chunk = _chunk_of(tail)
         self._check_fixed_part(context, chunk, system)
         return None
 
@@ -777,6 +777,11 @@ class LLMExtractor(Extractor):
 
 def _chunk_name(context: ExtractionContext) -> str:
     return f"chunk {context.chunk_index + 1} of {context.chunk_count}"
+
+
+def _chunk_of(tail: Sequence[ChatCompletionMessageParam]) -> str:
+    """The chunk a request is about: the first message after the system prompt, in every request."""
+    return str(tail[0].get("content") or "") if tail else ""
 
 
 def _error_text(exc: openai.OpenAIError) -> str:
