@@ -39,7 +39,7 @@ from chunking import offline_tiktoken  # bench/chunking.py: vocabularies from a 
 
 from graphmem.chunking import ESTIMATE
 from graphmem.extraction import prompt
-from graphmem.extraction.llm import _EXTRACTION
+from graphmem.extraction.llm.answers import EXTRACTION
 from graphmem.extraction.schema import ExtractionContext
 from graphmem.extraction.vocabulary import select
 from graphmem.ontology import Ontology
@@ -109,7 +109,7 @@ def main() -> None:
         prompt.system_prompt(ctx, None, text)
         elapsed.append((time.perf_counter() - t0) * 1000)
         row: dict[str, Any] = {"id": rec["id"], "relations": len(sel.all_relations), "classes": len(sel.all_classes)}
-        for mode, shape in (("json_schema", None), ("json_object", _EXTRACTION.shape)):
+        for mode, shape in (("json_schema", None), ("json_object", EXTRACTION.shape)):
             parts = {"prefix": prompt.static_prompt(onto, shape), "system": prompt.system_prompt(ctx, shape, text),
                      "system_unpruned": prompt.system_prompt(ctx, shape)}
             for enc, fn in count.items():

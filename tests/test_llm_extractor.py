@@ -21,7 +21,8 @@ from graphmem.extraction import (
     KnownMemory,
     Rejection,
 )
-from graphmem.extraction.llm import LLMExtractor, merge, split_in_two, strict_json_schema
+from graphmem.extraction.llm import LLMExtractor
+from graphmem.extraction.llm.answers import merge, split_in_two, strict_json_schema
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
 from graphmem.testing.standin import last_user_message

@@ -1,15 +1,18 @@
 """The LLM protocol against servers people run locally, imitated by the stand-in over real HTTP:
-llama-cpp-python's refusal of ``json_schema`` as an HTTP 500, context windows learnt from the
-server's error or configured, timeouts not re-sent, and the token usage an ``add`` reports."""
+llama-cpp-python's refusal of ``json_schema`` as an HTTP 500, context windows configured or learnt
+(from a server's error, or from an answer llama-cpp-python cut at its window), transient failures
+re-sent after the server's ``retry-after`` and timeouts never, and the token usage an ``add`` reports."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,6 +23,7 @@ from graphmem.embedding import HashingEmbedder
 from graphmem.errors import ExtractionError, LLMError
 from graphmem.extraction import ExtractionContext
 from graphmem.extraction.llm import LLMExtractor
+from graphmem.extraction.llm.server import retry_delay
 from graphmem.models import Scope
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
@@ -96,13 +100,42 @@ def test_timeout_is_not_resent_and_names_the_chunk(server: StandinServer, ontolo
     assert len(server.chat_requests) == 1
 
 
+def test_a_timeout_after_earlier_successes_is_not_resent_either(server: StandinServer, ontology: Ontology) -> None:
+    ex = make(server, timeout_s=0.3)
+    assert ex.extract(FACTS, context(ontology)).triples
+    server.chat_script.append(Reply(content="{}", delay_s=1.0))
+    with pytest.raises(LLMError, match=r"timeout: .*not re-sent"):
+        ex.extract(FACTS, context(ontology))
+    assert len(server.chat_requests) == 2 and ex.stats.retries == 0
+
+
+def test_transient_failures_are_resent_with_the_servers_retry_after(server: StandinServer,
+                                                                     ontology: Ontology) -> None:
+    ex = make(server, max_retries=2)
+    assert ex.extract(FACTS, context(ontology)).triples
+    server.chat_script.extend([Reply(status=503), Reply(status=429)])
+    assert ex.extract(FACTS, context(ontology)).triples
+    assert len(server.chat_requests) == 4 and ex.stats.retries == 2 and ex.stats.calls == 2
+
+
+@pytest.mark.parametrize(("headers", "low", "high"), [
+    ({"retry-after-ms": "250"}, 0.25, 0.25),
+    ({"retry-after": "3"}, 3.0, 3.0),
+    ({"retry-after": "7200"}, 60.0, 60.0),  # capped at a minute
+    ({"retry-after": "soon"}, 0.75, 1.0),  # unreadable: backoff of attempt 2 (1 s, jittered)
+    ({}, 0.75, 1.0),
+])
+def test_retry_delay_follows_the_server_then_backs_off(headers: dict[str, str], low: float, high: float) -> None:
+    exc: Any = SimpleNamespace(response=SimpleNamespace(headers=headers))  # what retry_delay reads of an error
+    assert low <= retry_delay(exc, 2) <= high
+
+
 # -- context sizing ------------------------------------------------------------------------------------
 
 
-def test_context_window_learnt_from_llama_cpp_error_sizes_max_tokens(
+def test_context_window_learnt_from_the_servers_error_sizes_max_tokens(
         server: StandinServer, ontology: Ontology) -> None:
-    server.imitate = "llama-cpp-python"
-    server.context_window = 8192
+    server.context_window = 8192  # OpenAI and vLLM refuse a prompt plus limit beyond the window
     ex = make(server, structured_output="json_object", max_output_tokens=8000)
     assert ex.extract(FACTS, context(ontology)).triples
     first, second = server.chat_requests
@@ -111,6 +144,27 @@ def test_context_window_learnt_from_llama_cpp_error_sizes_max_tokens(
     assert StandinServer.prompt_tokens(second) + second["max_tokens"] <= 8192
     assert ex.extract(FACTS, context(ontology)).triples  # remembered: no refused request the second time
     assert len(server.chat_requests) == 3
+
+
+def test_window_learnt_from_an_answer_llama_cpp_cut_without_a_word(
+        server: StandinServer, ontology: Ontology) -> None:
+    """llama-cpp-python lists no context size and cuts ``max_tokens`` to what the prompt leaves: the
+    answer stops (``length``) before the limit sent, and prompt plus answer is the window."""
+    server.imitate = "llama-cpp-python"
+    server.context_window = 2400
+    rambling = json.dumps({"memories": [{"text": uuid.uuid4().hex * 3} for _ in range(60)]})
+
+    def first_rambles(body: dict[str, Any]) -> str:
+        return rambling if len(server.chat_requests) == 1 else fact_responder(body)
+
+    server.chat_responder = first_rambles
+    ex = make(server, structured_output="json_object")
+    assert [t.target for t in ex.extract(FACTS, context(ontology)).triples] == ["Lisbon", "Northwind"]
+    first, *later = server.chat_requests
+    assert StandinServer.prompt_tokens(first) + first["max_tokens"] > 2400
+    assert server.usage_sent[0]["completion_tokens"] < first["max_tokens"]
+    assert ex.server.context == 2400 and ex.stats.splits == 1 and len(later) == 2
+    assert all(StandinServer.prompt_tokens(b) + b["max_tokens"] <= 2400 for b in later)
 
 
 def test_configured_context_sizes_the_first_request(server: StandinServer, ontology: Ontology) -> None:

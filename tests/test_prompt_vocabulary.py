@@ -11,7 +11,8 @@ import pytest
 from graphmem.chunking import ESTIMATE, TiktokenCounter, token_counter
 from graphmem.config import LLMConfig
 from graphmem.extraction import ExtractionContext, prompt
-from graphmem.extraction.llm import _EXTRACTION, LLMExtractor
+from graphmem.extraction.llm import LLMExtractor
+from graphmem.extraction.llm.answers import EXTRACTION
 from graphmem.extraction.vocabulary import index_for, select
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
@@ -97,7 +98,7 @@ def test_a_chunk_without_any_match_still_gets_the_core(ontology: Ontology) -> No
 
 def test_prefix_is_byte_identical_across_chunks(ontology: Ontology) -> None:
     ctx = context(ontology)
-    for shape in (None, _EXTRACTION.shape):
+    for shape in (None, EXTRACTION.shape):
         prefix = prompt.static_prompt(ontology, shape)
         a = prompt.system_prompt(ctx, shape, "Maya: I moved to Lisbon.")
         b = prompt.system_prompt(ctx, shape, "Ben: My sister Ana is allergic to shellfish.")
@@ -119,8 +120,8 @@ def test_size_bound_holds_for_the_default_ontology_on_a_long_varied_chunk(ontolo
     sel = select(ontology, LONG_CHUNK)
     assert len(sel.all_relations) >= 40  # the chunk names most of the ontology: the bound is really tested
     ctx = context(ontology)
-    system = prompt.system_prompt(ctx, _EXTRACTION.shape, LONG_CHUNK)  # JSON mode: the larger prompt
-    whole = prompt.system_prompt(ctx, _EXTRACTION.shape)
+    system = prompt.system_prompt(ctx, EXTRACTION.shape, LONG_CHUNK)  # JSON mode: the larger prompt
+    whole = prompt.system_prompt(ctx, EXTRACTION.shape)
     more = prompt.chunk_vocabulary(ontology, LONG_CHUNK)
     assert ESTIMATE.count(more) <= prompt.MAX_CHUNK_VOCABULARY_TOKENS  # shortened: no definitions, no notes
     assert ": The " not in more and "(text:" not in more

@@ -6,10 +6,12 @@ status codes and JSON parsing included. Answers come from a script (a queue of :
 when the queue is empty, from a responder function (which sees the request, so it can answer per
 content); faults (429, 500, slow, truncated or malformed output, refusals) are scripted the same way.
 ``unsupported_formats`` makes it refuse ``response_format`` types with a 400, like servers without
-JSON-schema support; ``imitate = "llama-cpp-python"`` refuses the way llama-cpp-python 0.3.36 does
-(``json_schema`` with an HTTP 500, a context overflow with its own message); ``context_window`` makes
-it refuse requests whose prompt plus output limit exceed it. Every request body is recorded in
-``requests``, and the ``usage`` of every answer in ``usage_sent``.
+JSON-schema support. ``context_window`` makes it refuse requests whose prompt plus output limit exceed
+it (OpenAI, vLLM). ``imitate = "llama-cpp-python"`` behaves as llama-cpp-python 0.3.36 does: a
+``json_schema`` request is refused with an HTTP 500, only a prompt that fills the window is refused,
+and an output limit beyond what the prompt leaves is cut to it without a word (the answer then stops
+with ``finish_reason: length`` before the limit sent). Every request body is recorded in ``requests``,
+and the ``usage`` of every answer in ``usage_sent``.
 """
 
 from __future__ import annotations
@@ -150,11 +152,13 @@ class StandinServer:
         if kind in self.unsupported_formats:
             return 400, _error(400, f"response_format type '{kind}' is not supported by this server")
         limit = body.get("max_tokens") if llama else body.get("max_tokens", body.get("max_completion_tokens"))
-        asked = self.prompt_tokens(body) + (limit if isinstance(limit, int) else 0)
-        if self.context_window is not None and asked > self.context_window:
-            message = (f"Requested tokens ({asked}) exceed context window of {self.context_window}" if llama else
-                       f"This model's maximum context length is {self.context_window} tokens. However, you "
-                       f"requested {asked} tokens.")
+        prompt = self.prompt_tokens(body)
+        asked = prompt + (limit if isinstance(limit, int) else 0)
+        window = self.context_window
+        if window is not None and (prompt >= window if llama else asked > window):
+            message = (f"This model's maximum context length is {window} tokens. However, you requested {asked} "
+                       f"tokens ({prompt} in the messages, {limit} in the completion). Please reduce the length "
+                       "of the messages or completion.")
             return 400, _error(400, message, "context_length_exceeded")
         return None
 
@@ -182,6 +186,11 @@ class StandinServer:
             finish = "tool_calls"
         prompt = self.prompt_tokens(body)
         completion = len(reply.content or "") // 4 + 1
+        if self.imitate == "llama-cpp-python" and self.context_window is not None:
+            room = self.context_window - prompt  # llama-cpp-python cuts max_tokens to this silently
+            if completion > room:
+                message["content"] = (reply.content or "")[: room * 4]
+                completion, finish = room, "length"
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         with self._lock:
             self.usage_sent.append(usage)
