@@ -86,8 +86,8 @@ def subject(ctx: SentenceView, first: int) -> str | None:
                 continue
             return m.key
         lo = msg.lowers[k]
-        if lo in FIRST_PERSON:
-            return ctx.speaker
+        if lo in FIRST_PERSON or (lo == "we" and _speaker_is_person(ctx)):
+            return ctx.speaker  # "we moved to Valencia": true of the speaker too
         if lo in ("a", "an", "the", "this", "that") and not (k > start and msg.lemmas[k - 1] == "be"):
             return None  # "the westernmost location is in X": a nearer, nameless subject
         if lo in _SUBJECT_STOPS:
@@ -100,7 +100,27 @@ def subject(ctx: SentenceView, first: int) -> str | None:
                 return ctx.state.recent_person  # "My sister Inês ... She lives in Porto."
             return None
         k -= 1
-    return None
+    return ctx.speaker if _subjectless(ctx, first) else None
+
+
+_LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and",
+                              "so", "then", "actually", "only", "already", "officially"})
+
+
+def _subjectless(ctx: SentenceView, first: int) -> bool:
+    """A named speaker's statement that starts with its verb ("Moved back to Sweden last year", "Living in
+    Gothenburg now", "been living in Helsinki"): chat drops the "I"."""
+    msg = ctx.sent.msg
+    if not _speaker_is_person(ctx) or first >= ctx.sent.end or not msg.lowers[first].isalpha():
+        return False
+    return all(msg.lowers[k] in _LEAD_INS or not msg.alnum[k] for k in range(ctx.sent.start, first))
+
+
+def _speaker_is_person(ctx: SentenceView) -> bool:
+    if ctx.speaker is None:
+        return False
+    ent = ctx.state.entities.get(ctx.speaker)
+    return ent is not None and (ent.speaker or ctx.speaker in ctx.state.speakers.values())
 
 
 def objects(res: Resources, ctx: SentenceView, k: int, *, allow_np: bool) -> list[str]:
@@ -200,6 +220,21 @@ def _infer_type(res: Resources, ent: Entity, allowed: tuple[str, ...]) -> None:
         ent.type, ent.rank = cls.name, min(ent.rank, 2)
 
 
+def _language_of(res: Resources, ctx: SentenceView, country: str, rel: RelationInfo) -> Entity | None:
+    """"I speak Japanese": the nationality word names the language where the relation wants one (the
+    mention was read as the country, Japan)."""
+    language = res.lexicon.first_class(("Language",))
+    if language is None or not res.lexicon.compatible(language, rel.range):
+        return None
+    m = next((m for m in ctx.sent.mentions if m.key == country and m.kind == "demonym"), None)
+    if m is None:
+        return None
+    ent = ctx.state.entity(ctx.sent.msg.texts[m.start])
+    ent.set_type(language, 1)
+    ent.mentioned = True
+    return ent
+
+
 def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, target: str, *,
          literal: bool = False) -> ExtractedTriple | None:
     """The triple, if its endpoints' types fit the relation's domain and range; ``target`` is an entity key,
@@ -214,8 +249,11 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         target_name = target
     else:
         dst = state.entities.get(target)
-        if dst is None or not res.lexicon.compatible(dst.type, rel.range):
+        if dst is not None and not res.lexicon.compatible(dst.type, rel.range):
+            dst = _language_of(res, ctx, target, rel)
+        if dst is None:
             return None
+        target = dst.key
         target_name = dst.name
         ctx.endpoints.add(target)
         _infer_type(res, dst, rel.range)

@@ -175,7 +175,10 @@ def introductions(res: Resources, state: ChunkState) -> None:
     from then on. Without one, "I" of a role speaker is no entity at all."""
     for sent in state.sentences:
         label = sent.msg.speaker
-        if label is None or label.strip().casefold() not in ROLE_SPEAKERS or sent.question:
+        if label is None or sent.question:
+            continue
+        if label.strip().casefold() not in ROLE_SPEAKERS:
+            _full_name(res, state, sent, label)
             continue
         lowers, s = sent.msg.lowers, sent.start
         starts = {m.start: m for m in sent.mentions}
@@ -192,6 +195,24 @@ def introductions(res: Resources, state: ChunkState) -> None:
                     continue
                 ent.set_type(res.lexicon.person_class, 1)
                 state.speakers.setdefault(label, m.key)
+
+
+def _full_name(res: Resources, state: ChunkState, sent: Sentence, label: str) -> None:
+    """"Dmitri: My name's Dmitri Volkov": the speaker's full name is another name of the speaker."""
+    me = state.index.get(norm(label))
+    if me is None:
+        return
+    lowers, first = sent.msg.lowers, norm(label).split()[0]
+    starts = {m.start: m for m in sent.mentions}
+    for k in range(sent.start, sent.end):
+        for intro in _INTRO:
+            m = starts.get(k + len(intro))
+            if tuple(lowers[k:k + len(intro)]) != intro or m is None or m.key == me:
+                continue
+            ent = state.entities.get(m.key)
+            if ent is not None and len(ent.words) > 1 and ent.words[0] == first and ent.type is None:
+                state.entities[me].aliases.setdefault(ent.name, None)
+                state.index[norm(ent.name)] = me
 
 
 def merge_short_forms(res: Resources, state: ChunkState) -> None:

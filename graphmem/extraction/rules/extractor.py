@@ -91,15 +91,23 @@ class RuleExtractor(Extractor):
 
 
 def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
-    """The triples of every statement (questions state nothing), first of each (source, relation, target)."""
+    """The triples of every statement (questions state nothing), first of each (source, relation, target);
+    a correcting sentence replaces what its speaker said before instead of adding to it."""
+    from . import corrections
+    from .arguments import SentenceView
     from .triples import sentence_triples
 
-    out: dict[tuple[str, str, str], ExtractedTriple] = {}
+    said: list[corrections.Said] = []
     for sent in state.sentences:
         if not sent.question:
-            for t in sentence_triples(res, state, sent):
-                out.setdefault((t.source, t.relation, t.target), t)
+            found = sentence_triples(res, state, sent)
+            if corrections.is_correction(sent):
+                found = corrections.apply(res, SentenceView.of(state, sent), found, said)
+            said += [corrections.Said(sent.msg.speaker, t) for t in found]
         _remember_person(res, state, sent)
+    out: dict[tuple[str, str, str], ExtractedTriple] = {}
+    for s in said:
+        out.setdefault((s.triple.source, s.triple.relation, s.triple.target), s.triple)
     return list(out.values())
 
 

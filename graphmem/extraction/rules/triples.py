@@ -173,8 +173,9 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
 
 
 def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
-    """"at Northwind in Lisbon": the object is located in the place named right after it, unless the
-    relation's object is itself a place ("lives in Porto in Portugal" is another reading)."""
+    """"at Northwind in Lisbon": the object is located in the place named right after it (an event is
+    held there: "PyCon US in Pittsburgh"), unless the relation's object is itself a place ("lives in
+    Porto in Portugal" is another reading)."""
     located = res.ontology.relation_info("locatedIn")
     place = res.ontology.resolve_class("Place")
     if located is None or place is None or any(res.ontology.is_subclass(r, place) for r in rel.range):
@@ -192,6 +193,9 @@ def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, 
     target = ctx.state.entities.get(where.key)
     if target is None or target.key == obj or res.lexicon.is_person(target.type):
         return None
+    held, event = res.ontology.relation_info("heldAt"), res.ontology.resolve_class("Event")
+    if held is not None and event is not None and ent.type and res.ontology.is_subclass(ent.type, event):
+        return make(res, ctx, obj, held, where.key)
     return make(res, ctx, obj, located, where.key)
 
 
