@@ -103,6 +103,29 @@ def subject(ctx: SentenceView, first: int) -> str | None:
     return ctx.speaker if _subjectless(ctx, first) else None
 
 
+def subjects(ctx: SentenceView, first: int) -> list[str]:
+    """:func:`subject`, with the others of "Rui and Sara turned 5" and "My husband David and I have"."""
+    who = subject(ctx, first)
+    if who is None:
+        return []
+    msg, start = ctx.sent.msg, ctx.sent.start
+    k = first - 1
+    while k >= start and msg.lowers[k] in _LEAD_INS:
+        k -= 1
+    if k >= start and msg.lowers[k] in FIRST_PERSON:
+        k -= 1
+    elif (m := ctx.ment_end.get(k + 1)) is not None and m.key == who:
+        k = m.start - 1
+    else:
+        return [who]
+    out = [who]
+    while k - 1 >= start and msg.lowers[k] in ("and", ",") and (m := ctx.ment_end.get(k)) is not None:
+        if m.key not in out:
+            out.append(m.key)
+        k = m.start - 1
+    return out
+
+
 _LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and",
                               "so", "then", "actually", "only", "already", "officially"})
 
@@ -144,7 +167,7 @@ def objects(res: Resources, ctx: SentenceView, k: int, *, allow_np: bool) -> lis
             continue
         break
     if k < end and k in ctx.ment_start:
-        return _listed(ctx, k)
+        return listed(ctx, k)
     if allow_np:
         np = noun_phrase(res, ctx, k)
         if np is not None:
@@ -152,7 +175,7 @@ def objects(res: Resources, ctx: SentenceView, k: int, *, allow_np: bool) -> lis
     return []
 
 
-def _listed(ctx: SentenceView, k: int) -> list[str]:
+def listed(ctx: SentenceView, k: int) -> list[str]:
     """The mention at ``k`` and up to three more joined by "and", "," or "&"."""
     msg, end = ctx.sent.msg, ctx.sent.end
     keys = [ctx.ment_start[k].key]

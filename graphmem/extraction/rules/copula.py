@@ -10,27 +10,31 @@ from __future__ import annotations
 from typing import Final
 
 from ..schema import ExtractedTriple
-from .arguments import SentenceView, make, subject
+from .arguments import SentenceView, make, subject, subjects
 from .resources import Resources
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s"})
 
 
 def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
-    """age and citizenOf of "<X> is <number>" and "<X> is <nationality>" outside tokens ``used``."""
+    """age and citizenOf of "<X> is <number>" ("Rui and Sara just turned 5") and "<X> is <nationality>"
+    outside tokens ``used``."""
     age, citizen = res.ontology.relation_info("age"), res.ontology.relation_info("citizenOf")
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
-        if msg.lowers[k] not in _COPULA or k in used or (k + 1) in used:
+        lo = msg.lowers[k]
+        if (lo not in _COPULA and lo != "turned") or k in used or (k + 1) in used:
             continue
         nxt = k + 1
+        while nxt < e - 1 and msg.lowers[nxt] in ("actually", "now", "just", "only", "already"):
+            nxt += 1  # "she's actually 9 now"
         if age is not None and age.kind == "datatype" and msg.texts[nxt].isdigit() and 0 < int(msg.texts[nxt]) < 130 \
-                and _clause_ends(ctx, nxt + 1, ("years",)):
-            who = subject(ctx, k)
-            t = make(res, ctx, who, age, msg.texts[nxt], literal=True) if who is not None else None
-            if t is not None:
-                out.append(t)
+                and _clause_ends(ctx, nxt + 1, ("years", "now", "today")):
+            for who in subjects(ctx, k - 1 if lo == "turned" and msg.lowers[k - 1] == "just" else k):
+                t = make(res, ctx, who, age, msg.texts[nxt], literal=True)
+                if t is not None:
+                    out.append(t)
         elif citizen is not None and (m := ctx.ment_start.get(nxt)) is not None and m.kind == "demonym" \
                 and _clause_ends(ctx, m.end, ()):
             who = subject(ctx, k)

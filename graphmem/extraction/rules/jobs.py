@@ -1,7 +1,10 @@
-"""Job statements: "I'm a data engineer at Northwind (in Lisbon)" says a job title and an employer.
+"""Job statements: "I'm a data engineer at Northwind (in Lisbon)", "I'm engineering manager at Datadog",
+"I'm a nurse, night shifts mostly, at the Royal Infirmary", "I joined Stripe as a senior PM", "I started
+a new job at Acme Corp".
 
-No relation label is in such a sentence ("am a ... at"), yet it is the commonest way people state a job,
-so the copula, an indefinite article, a short lowercase title and "at" or "for" an organization make it.
+No relation label is in most of these ("am a ... at"), yet they are the commonest ways people state a job,
+so the copula (or "as"), a short title ending in a job word (``JOB_HEADS``: "designer", "PM") and "at" or
+"for" an organization make them. Without a job word, "I'm a <words> at <Org>" still needs the article.
 """
 
 from __future__ import annotations
@@ -13,42 +16,95 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, subject
 from .resources import Resources
-from .words import CONJUNCTIONS, PREPOSITIONS
+from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, JOB_HEADS, PREPOSITIONS
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s", "was", "are", "'re"})
+_ARTICLES: Final = frozenset({"a", "an"})
+_PAST_ROLE: Final = frozenset({"after", "before", "previously", "formerly", "used", "ex"})
+_EMPLOYER_GAP: Final = 6
+"""Words allowed between a title and "at <Org>" ("a nurse, night shifts mostly, at the Royal Infirmary")."""
 
 
 def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
-    """worksFor and jobTitle of each "<X> is a <title> at <Org>" outside tokens ``used`` already."""
-    from .triples import place_after
-
+    """worksFor and jobTitle of each "<X> is (a) <title> (at <Org>)" and "as a <title>" outside ``used``."""
     works, title = res.ontology.relation_info("worksFor"), res.ontology.relation_info("jobTitle")
     if works is None:
         return []
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
-    for k in range(ctx.sent.start, e - 3):
-        if msg.lowers[k] not in _COPULA or msg.lowers[k + 1] not in ("a", "an") or k in used:
+    for k in range(ctx.sent.start, e - 1):
+        lo = msg.lowers[k]
+        if k in used or not (lo in _COPULA or (lo == "as" and msg.lowers[k + 1] in _ARTICLES)):
             continue
-        j = k + 2
-        while j < e and j - k - 2 < 3 and msg.lowers[j].isalpha() and not msg.caps[j] \
-                and msg.lowers[j] not in PREPOSITIONS and msg.lowers[j] not in CONJUNCTIONS \
-                and msg.lowers[j] not in STOP_WORDS:
-            j += 1
-        if j == k + 2 or j + 1 >= e or msg.lowers[j] not in ("at", "for", "with"):
+        article = msg.lowers[k + 1] in _ARTICLES
+        if not article and lo in ("'s", "’s"):
+            continue  # "Maya's manager Tomás": a possessive, not "is"
+        first = k + 2 if article else k + 1
+        last = _title_end(ctx, first)
+        if last is None:
             continue
-        org_at = j + 2 if msg.lowers[j + 1] == "the" else j + 1
-        who, org = subject(ctx, k), ctx.ment_start.get(org_at)
-        if who is None or org is None:
+        job_word = _is_job_word(msg.lowers[last - 1])
+        if not job_word and not (article and lo != "as"):
             continue
-        employed = make(res, ctx, who, works, org.key)
-        if employed is None:
+        if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
+            continue  # "after 3 years as a senior engineer": a former job
+        who = _speaker_before(ctx, k) if lo == "as" else subject(ctx, k)
+        if who is None:
             continue
-        out.append(employed)
-        if (placed := place_after(res, ctx, works, org.key, org_at)) is not None:
-            out.append(placed)
+        org = _employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
+        employed = make(res, ctx, who, works, org) if org is not None and lo != "as" else None
+        if employed is None and not job_word:
+            continue
+        if employed is not None:
+            out.append(employed)
+            from .triples import place_after
+
+            placed = place_after(res, ctx, works, org, last) if org is not None else None
+            if placed is not None:
+                out.append(placed)
         if title is not None and title.kind == "datatype":
-            job = make(res, ctx, who, title, " ".join(msg.lowers[k + 2:j]), literal=True)
+            words = [msg.texts[j] if msg.lowers[j] in JOB_ACRONYMS else msg.lowers[j] for j in range(first, last)]
+            job = make(res, ctx, who, title, " ".join(words), literal=True)
             if job is not None:
                 out.append(job)
     return out
+
+
+def _title_end(ctx: SentenceView, first: int) -> int | None:
+    """The end of one to three title words from ``first`` (lowercase, or a job acronym such as "PM")."""
+    msg, e = ctx.sent.msg, ctx.sent.end
+    j = first
+    while j < e and j - first < 3:
+        lo = msg.lowers[j]
+        word = lo.isalpha() and lo not in PREPOSITIONS and lo not in CONJUNCTIONS and lo not in STOP_WORDS
+        if not word or (msg.caps[j] and lo not in JOB_ACRONYMS):
+            break
+        j += 1
+    return j if j > first else None
+
+
+def _is_job_word(lower: str) -> bool:
+    return lower in JOB_HEADS or lower in JOB_ACRONYMS
+
+
+def _employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
+    """The organization of "at/for/with <Org>" at ``k``, or up to ``gap`` words later (no verb between
+    is checked, only that no "and"/"but" clause starts)."""
+    msg, e = ctx.sent.msg, ctx.sent.end
+    for j in range(k, min(k + gap + 1, e - 1)):
+        lo = msg.lowers[j]
+        if j > k and lo in ("and", "but", "because", "so"):
+            return None
+        if lo in ("at", "for", "with"):
+            at = j + 2 if msg.lowers[j + 1] == "the" else j + 1
+            m = ctx.ment_start.get(at)
+            return m.key if m is not None else None
+    return None
+
+
+def _speaker_before(ctx: SentenceView, k: int) -> str | None:
+    """Who "as a <title>" describes: the speaker when "I" comes first in the sentence."""
+    msg = ctx.sent.msg
+    if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
+        return ctx.speaker
+    return None

@@ -16,7 +16,9 @@ from .text import Message
 from .words import (
     COUNTRY_OF_DEMONYM,
     DEMONYMS,
+    EVALUATIVE,
     INTERJECTIONS,
+    JOB_ACRONYMS,
     LEGAL_SUFFIXES,
     MONTHS,
     NAME_CONNECTORS,
@@ -181,6 +183,8 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
     if end + 1 < e and texts[end] == "," and (lowers[end + 1] in LEGAL_SUFFIXES or lowers[end + 1] in NAME_SUFFIXES):
         end += 2
     single = end - k == 1
+    if single and lowers[k] in JOB_ACRONYMS:
+        return None  # "a senior PM", "my GP": a job word, not a name
     if single and lowers[k] in COUNTRY_OF_DEMONYM:
         return Candidate(k, end, 2, "demonym", COUNTRY_OF_DEMONYM[lowers[k]])
     if single and lowers[k] in DEMONYMS and end < e and (texts[end] == "-" or (
@@ -213,7 +217,12 @@ def _strip_first(eng: English, msg: Message, start: int, end: int) -> bool:
     lo = msg.lowers[start]
     if lo in STOP_WORDS and not (lo in INTERJECTIONS and not msg.initial[start]):
         return True
-    return msg.initial[start] and (lo in INTERJECTIONS or (end - start == 1 and eng.is_common(lo)))
+    if not msg.initial[start]:
+        return False
+    if lo in INTERJECTIONS or (end - start == 1 and eng.is_common(lo)):
+        return True
+    # "Poor Pixel", "Enjoy CloudConf": a word that is no noun (or a judging adjective) opens the sentence
+    return eng.is_common(lo) and (lo not in eng.nouns or lo in EVALUATIVE or lo in ("poor", "dear", "lucky"))
 
 
 def _date_word(msg: Message, k: int, s: int, e: int) -> bool:

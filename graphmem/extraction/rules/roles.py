@@ -12,7 +12,7 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import values
-from .arguments import SentenceView, make, noun_phrase, subject
+from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects
 from .lexicon import Direction
 from .resources import Resources
 from .words import FIRST_PERSON
@@ -21,15 +21,16 @@ _BE: Final = frozenset({"be", "'s", "’s", "'re", "'m"})
 
 
 def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
-    """Triples of each "<possessor> <role or class word>" in the sentence, outside tokens ``used`` already."""
+    """Triples of each "<possessor> <role or class word>" in the sentence, outside tokens ``used`` already:
+    "my sister Inês", "my twins Rui and Sara", "we have two kids, Leo and Mia", "two dogs, Churro and Luna"."""
     msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
     lex = res.lexicon
     out: list[ExtractedTriple] = []
     for a in range(s + 1, e):
         if ctx.inside[a - s] or a in used:
             continue
-        possessor, pos_tok = possessor_at(ctx, a - 1)
-        if possessor is None:
+        possessors, pos_tok = _possessors(ctx, a - 1)
+        if not possessors:
             continue
         for n in range(min(max(lex.max_role_len, lex.max_class_len), e - a), 0, -1):
             words = tuple(msg.lemmas[a:a + n])
@@ -37,17 +38,51 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             cls = lex.class_words.get(words)
             if roles is None and cls is None:
                 continue
-            target, literal_at = _role_target(ctx, a + n, pos_tok)
-            if roles is not None:
-                got = _apply_roles(res, ctx, roles, possessor, target, literal_at, a)
-                if got is not None:
-                    out.append(got)
-                    break
-            if cls is not None and target is not None and target in ctx.state.entities:
-                owned = _owned(res, ctx, cls, possessor, target)
-                if owned is not None:
-                    out.append(owned)
+            targets, literal_at = _role_targets(ctx, a + n, pos_tok)
+            if roles is not None and msg.lowers[a + n - 1] == "twins" and len(possessors) == 1:
+                roles = lex.roles.get(("child",), roles)  # "my twins": my children; "my twin": my sibling
+            found: list[ExtractedTriple] = []
+            for possessor in possessors:
+                if roles is not None:
+                    for target in targets or [None]:
+                        got = _apply_roles(res, ctx, roles, possessor, target, literal_at, a)
+                        if got is not None:
+                            found.append(got)
+                elif cls is not None:
+                    for target in targets:
+                        if target in ctx.state.entities and (owned := _owned(res, ctx, cls, possessor, target)):
+                            found.append(owned)
+            if found and roles is not None and len(targets) > 1:
+                found += _siblings(res, ctx, targets, found)
+            out += found
+            if found or cls is not None:
                 break
+    return out
+
+
+def _possessors(ctx: SentenceView, k: int) -> tuple[list[str], int]:
+    """:func:`possessor_at`, or the subjects of "have <number>" before a plural ("we have two kids")."""
+    possessor, pos_tok = possessor_at(ctx, k)
+    if possessor is not None:
+        return [possessor], pos_tok
+    msg = ctx.sent.msg
+    if k - 1 >= ctx.sent.start and msg.lowers[k] in values.NUMBER_WORDS and msg.lemmas[k - 1] in ("have", "get"):
+        return subjects(ctx, k - 1), k
+    return [], k
+
+
+def _siblings(res: Resources, ctx: SentenceView, children: list[str],
+              found: list[ExtractedTriple]) -> list[ExtractedTriple]:
+    """Children listed together as someone's ("two kids, Leo and Mia") are each other's siblings."""
+    sibling = res.ontology.relation_info("siblingOf")
+    child_rels = {"childOf", "parentOf"}
+    if sibling is None or not any(t.relation in child_rels for t in found):
+        return []
+    out = []
+    for i, x in enumerate(children):
+        for y in children[i + 1:]:
+            if (t := make(res, ctx, x, sibling, y)) is not None:
+                out.append(t)
     return out
 
 
@@ -71,6 +106,8 @@ def possessor_at(ctx: SentenceView, k: int) -> tuple[str | None, int]:
         return ctx.speaker, k
     if lo in ("his", "her", "its", "their") and ctx.state.topic is not None and msg.initial[k]:
         return ctx.state.topic, k
+    if lo in ("his", "her") and ctx.state.recent_person is not None:
+        return ctx.state.recent_person, k  # "My wife Layla ... Her brother Karim"
     if lo in ("'s", "’s", "'", "’"):
         m = ctx.ment_end.get(k)
         if m is not None:
@@ -78,9 +115,9 @@ def possessor_at(ctx: SentenceView, k: int) -> tuple[str | None, int]:
     return None, k
 
 
-def _role_target(ctx: SentenceView, b: int, pos_tok: int) -> tuple[str | None, int]:
-    """The entity named by the role: after it ("my manager Tomás", "my boss is Tomás"), else before it
-    ("Tomás is my manager"). Also returns where a literal value would start."""
+def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], int]:
+    """The entities named by the role: after it ("my manager Tomás", "my boss is Tomás", "my kids Leo and
+    Mia"), else before it ("Tomás is my manager"). Also returns where a literal value would start."""
     msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
     k = b
     if k < e and msg.lowers[k] in (",", ":", "-", "–"):
@@ -91,17 +128,17 @@ def _role_target(ctx: SentenceView, b: int, pos_tok: int) -> tuple[str | None, i
     while k < e and msg.lowers[k] in ("the", "a", "an", "called", "named"):
         k += 1
     if k < e and k in ctx.ment_start:
-        return ctx.ment_start[k].key, literal_at
+        return listed(ctx, k), literal_at
     if k < e and msg.lowers[k] in ("me", "i") and ctx.speaker is not None:
-        return ctx.speaker, literal_at
+        return [ctx.speaker], literal_at
     j = pos_tok - 1
     if j >= s and (msg.lemmas[j] == "be" or msg.lowers[j] in _BE):
         j -= 1
         if j >= s and (j + 1) in ctx.ment_end:
-            return ctx.ment_end[j + 1].key, literal_at
+            return [ctx.ment_end[j + 1].key], literal_at
         if j >= s and msg.lowers[j] in FIRST_PERSON and ctx.speaker is not None:
-            return ctx.speaker, literal_at
-    return None, literal_at
+            return [ctx.speaker], literal_at
+    return [], literal_at
 
 
 def _apply_roles(res: Resources, ctx: SentenceView, roles: list[tuple[RelationInfo, Direction]], possessor: str,

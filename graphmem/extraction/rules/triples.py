@@ -19,7 +19,7 @@ from .lexicon import RelationPattern
 from .resources import Resources
 from .state import ChunkState, Sentence
 from .text import Message
-from .words import CONJUNCTIONS, DETERMINERS, FIRST_PERSON, NEGATIONS, POSSESSIVE_MARKS
+from .words import CONJUNCTIONS, DETERMINERS, EVALUATIVE, FIRST_PERSON, NEGATIONS, POSSESSIVE_MARKS
 
 _ADVERBS: Final = frozenset({"really", "also", "totally", "just", "absolutely", "still", "do", "does", "did",
                              "truly", "so", "definitely", "now", "currently", "already", "always", "usually",
@@ -146,6 +146,8 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
             return [t for a in agent[:1] if (t := make(res, ctx, a, rel, theme)) is not None]
         return []
     subj = subject(ctx, first)
+    if subj is None and p.lemmas[0] in _NOUN_LED:
+        subj = _holder(ctx, first)
     if subj is None:
         return []
     if rel.kind == "datatype":
@@ -155,6 +157,25 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
         t = make(res, ctx, subj, rel, value, literal=True)
         return [t] if t is not None else []
     return _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap)
+
+
+_NOUN_LED: Final = frozenset({"job", "home"})
+"""Forms that start with a noun ("job at", "home is in"): their subject holds that noun."""
+
+
+def _holder(ctx: SentenceView, first: int) -> str | None:
+    """Who has the noun of "my new job at", "started a new job at": "my" is the speaker, and after an
+    article the subject of the verb before it."""
+    msg, k = ctx.sent.msg, first - 1
+    while k >= ctx.sent.start and (msg.lowers[k] in EVALUATIVE or msg.lowers[k] in ("part-time", "full-time")):
+        k -= 1
+    if k < ctx.sent.start:
+        return None
+    if msg.lowers[k] == "my":
+        return ctx.speaker
+    if msg.lowers[k] in ("a", "an", "the") and k - 1 >= ctx.sent.start and msg.lowers[k - 1].isalpha():
+        return subject(ctx, k - 1)
+    return None
 
 
 def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: str, k: int, *,

@@ -15,7 +15,7 @@ from .mentions import EMAIL
 from .text import Message
 from .words import CONJUNCTIONS, PREPOSITIONS
 
-_NUMBER_WORDS: Final = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+NUMBER_WORDS: Final = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30}
 _SCALE: Final = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _NUMBER: Final = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$")
@@ -117,7 +117,7 @@ def number_at(msg: Message, k: int, end: int) -> float | None:
     if _NUMBER.match(t):
         value = float(t.replace(",", ""))
     else:
-        value = _NUMBER_WORDS.get(t)
+        value = NUMBER_WORDS.get(t)
         if value is None:
             m = re.match(r"^(\d+)-years?-old$", t)
             value = float(m.group(1)) if m else None

@@ -122,6 +122,28 @@ GENERIC_HEADS: Final = frozenset({
     "work", "job", "home", "life", "world", "family", "friends", "friend", "kids", "kid", "guys",
 })
 
+JOB_HEADS: Final = frozenset({
+    "engineer", "developer", "designer", "manager", "nurse", "teacher", "doctor", "dentist", "lawyer", "accountant",
+    "student", "scientist", "analyst", "consultant", "architect", "chef", "cook", "pilot", "driver", "writer",
+    "editor", "researcher", "professor", "lecturer", "director", "officer", "assistant", "technician",
+    "electrician", "plumber", "mechanic", "pharmacist", "therapist", "physician", "surgeon", "vet",
+    "veterinarian", "programmer", "administrator", "specialist", "coordinator", "intern", "founder", "barista",
+    "baker", "waiter", "waitress", "cashier", "clerk", "photographer", "artist", "musician", "journalist",
+    "librarian", "paramedic", "firefighter", "farmer", "carpenter", "lead", "head", "executive", "recruiter",
+    "tutor", "translator", "interpreter", "economist", "statistician", "psychologist", "counselor",
+    "counsellor", "midwife", "optician", "physiotherapist", "radiologist", "secretary", "receptionist",
+    "salesperson", "marketer", "strategist", "planner", "producer", "illustrator", "animator", "chemist",
+    "biologist", "physicist", "mathematician", "postdoc", "candidate", "apprentice", "trainee", "partner",
+    "owner", "president", "chair", "supervisor", "inspector", "agent", "broker", "banker", "trader",
+    "auditor", "attorney", "paralegal", "judge", "detective", "soldier", "sergeant", "guard", "janitor",
+    "gardener", "tailor", "butcher", "florist", "hairdresser", "stylist", "beautician", "dj", "gp", "pm",
+    "ceo", "cto", "cfo", "coo", "vp", "sre", "swe", "ux", "ui",
+})
+"""Last words of a job title ("product designer", "senior PM"): what makes "I'm a <words>" a job."""
+JOB_ACRONYMS: Final = frozenset({"pm", "ceo", "cto", "cfo", "coo", "vp", "svp", "evp", "gp", "sre", "swe", "phd",
+                                 "hr", "qa", "ux", "ui", "md", "rn", "dj", "cpa"})
+"""Capitalized job words that are not names ("a senior PM", "my GP")."""
+
 LEGAL_SUFFIXES: Final = frozenset({"inc", "inc.", "corp", "corp.", "corporation", "ltd", "ltd.", "llc", "l.l.c.",
                                     "gmbh", "plc", "co.", "s.a.", "ag", "sa", "bv", "b.v.", "pty", "limited",
                                     "incorporated", "llp", "lp", "s.p.a.", "oy", "ab", "nv", "n.v."})
