@@ -119,14 +119,23 @@ def subjects(ctx: SentenceView, first: int) -> list[str]:
     else:
         return [who]
     out = [who]
-    while k - 1 >= start and msg.lowers[k] in ("and", ",") and (m := ctx.ment_end.get(k)) is not None:
+    while k - 1 >= start and msg.lowers[k] in ("and", ",") and (m := ctx.ment_end.get(k)) is not None \
+            and _opens_clause(ctx, m.start - 1):
         if m.key not in out:
             out.append(m.key)
         k = m.start - 1
     return out
 
 
-_LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and",
+def _opens_clause(ctx: SentenceView, k: int) -> bool:
+    """Whether a name after token ``k`` can start a subject: the sentence start, punctuation, or a role
+    noun after "my" ("My husband David and I"); not "My manager is Carla Diaz and I ..."."""
+    msg, start = ctx.sent.msg, ctx.sent.start
+    return k < start or not msg.alnum[k] or (k - 1 >= start and msg.lowers[k - 1] in POSSESSIVE_DETS
+                                             and msg.lemmas[k] != "be")
+
+
+_LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and", "both",
                               "so", "then", "actually", "only", "already", "officially"})
 
 
@@ -252,7 +261,7 @@ def _language_of(res: Resources, ctx: SentenceView, country: str, rel: RelationI
     m = next((m for m in ctx.sent.mentions if m.key == country and m.kind == "demonym"), None)
     if m is None:
         return None
-    ent = ctx.state.entity(ctx.sent.msg.texts[m.start])
+    ent = ctx.state.entity(ctx.sent.msg.texts[m.start], own=True)
     ent.set_type(language, 1)
     ent.mentioned = True
     return ent

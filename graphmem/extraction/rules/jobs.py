@@ -43,7 +43,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         last = _title_end(ctx, first)
         if last is None:
             continue
-        job_word = _is_job_word(msg.lowers[last - 1])
+        job_word = is_job_word(msg.lowers[last - 1])
         if not job_word and not (article and lo != "as"):
             continue
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
@@ -51,7 +51,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         who = _speaker_before(ctx, k) if lo == "as" else subject(ctx, k)
         if who is None:
             continue
-        org = _employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
+        org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
         employed = make(res, ctx, who, works, org) if org is not None and lo != "as" else None
         if employed is None and not job_word:
             continue
@@ -83,11 +83,11 @@ def _title_end(ctx: SentenceView, first: int) -> int | None:
     return j if j > first else None
 
 
-def _is_job_word(lower: str) -> bool:
+def is_job_word(lower: str) -> bool:
     return lower in JOB_HEADS or lower in JOB_ACRONYMS
 
 
-def _employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
+def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
     """The organization of "at/for/with <Org>" at ``k``, or up to ``gap`` words later (no verb between
     is checked, only that no "and"/"but" clause starts)."""
     msg, e = ctx.sent.msg, ctx.sent.end

@@ -247,9 +247,11 @@ def _single_noun(lowers: tuple[str, ...], lemmas: tuple[str, ...]) -> bool:
 
 
 def _multi_noun(rel: RelationInfo, lowers: tuple[str, ...], lemmas: tuple[str, ...]) -> bool:
-    """A noun phrase label ("phone number", "place of birth"), not a verb phrase ("works at", "has a")."""
+    """A noun phrase label ("phone number", "place of birth", "first language", whose "first" has the
+    lemma "1"), not a verb phrase ("works at", "has a")."""
     return len(lowers) >= 2 and (rel.kind == "datatype" or lowers[-1] not in PREPOSITIONS) \
-        and lowers[0] == lemmas[0] and lowers[0] not in PREPOSITIONS and lowers[0] not in DETERMINERS \
+        and (lowers[0] == lemmas[0] or lemmas[0].isdigit()) and lowers[0] not in PREPOSITIONS \
+        and lowers[0] not in DETERMINERS \
         and lemmas[0] not in ("be", "have", "do") and not any(x in ("is", "are") for x in lowers)
 
 

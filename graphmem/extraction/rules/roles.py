@@ -15,7 +15,7 @@ from . import values
 from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects
 from .lexicon import Direction
 from .resources import Resources
-from .words import FIRST_PERSON
+from .words import FIRST_PERSON, JOB_ACRONYMS
 
 _BE: Final = frozenset({"be", "'s", "’s", "'re", "'m"})
 
@@ -26,11 +26,15 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
     msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
     lex = res.lexicon
     out: list[ExtractedTriple] = []
+    concept = {k for m in ctx.sent.mentions if m.kind == "concept" for k in range(m.start, m.end)}
     for a in range(s + 1, e):
-        if ctx.inside[a - s] or a in used:
-            continue
+        if (ctx.inside[a - s] and a not in concept) or a in used:
+            continue  # a role noun may be read as a compound too ("my first language")
         possessors, pos_tok = _possessors(ctx, a - 1)
         if not possessors:
+            continue
+        if (service := _service(res, ctx, a, possessors[0], pos_tok)) and len(possessors) == 1:
+            out += service
             continue
         for n in range(min(max(lex.max_role_len, lex.max_class_len), e - a), 0, -1):
             words = tuple(msg.lemmas[a:a + n])
@@ -57,6 +61,33 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             out += found
             if found or cls is not None:
                 break
+    return out
+
+
+def _service(res: Resources, ctx: SentenceView, a: int, possessor: str, pos_tok: int) -> list[ExtractedTriple]:
+    """"my dentist Dr. Farouk (at Smile Dental)", "Dr Hale is my GP": the person's job, their employer,
+    and that the possessor knows them. Only for a job word no relation names ("my manager" is manages)."""
+    from .jobs import employer, is_job_word
+
+    msg, lex = ctx.sent.msg, res.lexicon
+    if not is_job_word(msg.lowers[a]) or (msg.lemmas[a],) in lex.roles or (msg.lemmas[a],) in lex.class_words:
+        return []
+    targets, _ = _role_targets(ctx, a + 1, pos_tok)
+    person = targets[0] if len(targets) == 1 else None
+    ent = ctx.state.entities.get(person) if person is not None else None
+    if ent is None or not lex.is_person(ent.type) or person == possessor:
+        return []
+    out = []
+    knows, title, works = (res.ontology.relation_info(n) for n in ("knows", "jobTitle", "worksFor"))
+    word = msg.texts[a] if msg.lowers[a] in JOB_ACRONYMS else msg.lowers[a]
+    for rel, target, literal in ((knows, person, False), (title, word, True)):
+        if rel is not None and (t := make(res, ctx, possessor if not literal else person, rel, target,
+                                          literal=literal)) is not None:
+            out.append(t)
+    mention = next((m for m in ctx.sent.mentions if m.key == person and m.start > a), None)
+    org = employer(ctx, (mention.end if mention is not None else a + 1), gap=0)
+    if works is not None and org is not None and (t := make(res, ctx, person, works, org)) is not None:
+        out.append(t)
     return out
 
 
@@ -120,7 +151,8 @@ def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], i
     Mia"), else before it ("Tomás is my manager"). Also returns where a literal value would start."""
     msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
     k = b
-    if k < e and msg.lowers[k] in (",", ":", "-", "–"):
+    punct = k < e and msg.lowers[k] in (",", ":", "-", "–")
+    if punct:
         k += 1
     if k < e and (msg.lemmas[k] == "be" or msg.lowers[k] in ("'s", "’s")):
         k += 1
@@ -129,8 +161,8 @@ def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], i
         k += 1
     if k < e and k in ctx.ment_start:
         return listed(ctx, k), literal_at
-    if k < e and msg.lowers[k] in ("me", "i") and ctx.speaker is not None:
-        return [ctx.speaker], literal_at
+    if k < e and msg.lowers[k] in ("me", "i") and not punct and ctx.speaker is not None:
+        return [ctx.speaker], literal_at  # not "French is my first language, I'm ...": a new clause
     j = pos_tok - 1
     if j >= s and (msg.lemmas[j] == "be" or msg.lowers[j] in _BE):
         j -= 1

@@ -121,10 +121,11 @@ class ChunkState:
     endpoints: set[str] = field(default_factory=set)
     """Entity keys used by a triple (the speaker behind "I" is an entity only then)."""
 
-    def entity(self, name: str, *, words: tuple[str, ...] = ()) -> Entity:
-        """The entity ``name`` normalizes to, registered on first sight."""
+    def entity(self, name: str, *, words: tuple[str, ...] = (), own: bool = False) -> Entity:
+        """The entity ``name`` normalizes to, registered on first sight; ``own``: the entity of that
+        very name, even where the name is also another's alias ("German" the language, not Germany)."""
         key = norm(name)
-        found = self.index.get(key)
+        found = key if own and key in self.entities else None if own else self.index.get(key)
         if found is not None:
             return self.entities[found]
         ent = Entity(key=key, name=name, order=self.counter, words=words or tuple(key.split()))

@@ -14,7 +14,7 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import copula, jobs, roles, values
-from .arguments import SentenceView, make, objects, subject
+from .arguments import SentenceView, make, objects, subject, subjects
 from .lexicon import RelationPattern
 from .resources import Resources
 from .state import ChunkState, Sentence
@@ -145,18 +145,18 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
         if agent and theme is not None:
             return [t for a in agent[:1] if (t := make(res, ctx, a, rel, theme)) is not None]
         return []
-    subj = subject(ctx, first)
-    if subj is None and p.lemmas[0] in _NOUN_LED:
-        subj = _holder(ctx, first)
-    if subj is None:
-        return []
+    subjs = subjects(ctx, first)  # "Mo and I both report to Dana": each of them
+    if not subjs and p.lemmas[0] in _NOUN_LED and (holder := _holder(ctx, first)) is not None:
+        subjs = [holder]
+    out: list[ExtractedTriple] = []
     if rel.kind == "datatype":
         value = values.literal(ctx, rel, last + 1, before=first)
-        if value is None:
-            return []
-        t = make(res, ctx, subj, rel, value, literal=True)
-        return [t] if t is not None else []
-    return _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap)
+        if value is not None:
+            out += [t for subj in subjs if (t := make(res, ctx, subj, rel, value, literal=True)) is not None]
+        return out
+    for subj in subjs:
+        out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap)
+    return out
 
 
 _NOUN_LED: Final = frozenset({"job", "home"})
