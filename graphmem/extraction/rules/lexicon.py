@@ -16,7 +16,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology import Ontology
 from ...ontology.model import RelationInfo
-from .words import DETERMINERS, PREPOSITIONS, English, english
+from .words import DETERMINERS, PREPOSITIONS, PROJECT_HEADS, English, english
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -69,6 +69,7 @@ _HEAD_HEURISTICS: Final[dict[str, tuple[str, ...]]] = {
                                        "museum", "theatre", "theater", "hospital", "station", "tavern", "hall",
                                        "cathedral", "temple", "mosque", "palace", "castle", "library", "mall",
                                        "center", "centre", "gallery", "opera")},
+    **{w: ("Project",) for w in PROJECT_HEADS},
     **{w: ("Conference", "Event") for w in ("conference", "summit", "convention", "expo", "symposium",
                                             "festival", "olympics", "championship", "cup", "games", "war")},
 }

@@ -24,6 +24,7 @@ from .words import (
     NAME_CONNECTORS,
     NAME_SUFFIXES,
     PERSON_TITLES,
+    PROJECT_HEADS,
     WEEKDAYS,
     English,
 )
@@ -142,6 +143,10 @@ def capitalized(eng: English, msg: Message, s: int, e: int) -> list[Candidate]:
             continue
         last = _name_last(eng, msg, k, s, e)
         cand = _name_candidate(eng, msg, k, last, e)
+        if cand is not None and cand.kind == "cap" and cand.end < e and msg.lowers[cand.end] in PROJECT_HEADS \
+                and cand.start > s and msg.lowers[cand.start - 1] in ("the", "my", "our", "a"):
+            cand = cand._replace(end=cand.end + 1)  # "the Atlas migration": the project, not Atlas
+            last = cand.end - 1
         if cand is not None:
             out.append(cand)
         k = last + 1

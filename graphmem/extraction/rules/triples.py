@@ -69,18 +69,31 @@ def relation_matches(res: Resources, ctx: SentenceView) -> list[Match]:
         if extra:
             pats = pats + [p for p in extra if p not in pats]
         for p in pats:
-            n = len(p.lemmas)
-            if i + n <= e and all(
-                    not ctx.inside[i + k - s] and (lemmas[i + k] == p.lemmas[k] or lowers[i + k] == p.lowers[k])
-                    for k in range(n)):
+            toks = _spelled(ctx, p, i)
+            if toks is not None:
                 if _contiguous_ok(ctx, p, i):
-                    found.append(_score(ctx, p, list(range(i, i + n))))
+                    found.append(_score(ctx, p, toks))
             elif p.gappable and lemmas[i] == p.lemmas[0]:
                 j = _gapped_end(ctx, p, i)
                 if j is not None:
                     found.append(_score(ctx, p, [i, j]))
     found.sort(key=lambda m: m.sort_key)
     return found
+
+
+def _spelled(ctx: SentenceView, p: RelationPattern, i: int) -> list[int] | None:
+    """The tokens of ``p`` written from ``i`` on, an adverb allowed between its words ("I'm really into")."""
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
+    toks: list[int] = []
+    j = i
+    for k in range(len(p.lemmas)):
+        if k and j < e and msg.lowers[j] in _ADVERBS and msg.lowers[j] not in p.lowers:
+            j += 1
+        if j >= e or ctx.inside[j - s] or not (msg.lemmas[j] == p.lemmas[k] or msg.lowers[j] == p.lowers[k]):
+            return None
+        toks.append(j)
+        j += 1
+    return toks
 
 
 def _contiguous_ok(ctx: SentenceView, p: RelationPattern, i: int) -> bool:

@@ -144,6 +144,9 @@ JOB_ACRONYMS: Final = frozenset({"pm", "ceo", "cto", "cfo", "coo", "vp", "svp", 
                                  "hr", "qa", "ux", "ui", "md", "rn", "dj", "cpa"})
 """Capitalized job words that are not names ("a senior PM", "my GP")."""
 
+PROJECT_HEADS: Final = frozenset({"migration", "rewrite", "redesign", "rollout", "overhaul", "refactor", "revamp",
+                                  "upgrade", "replatforming", "rebuild"})
+"""Lowercase words that make a name before them a piece of work: "the Atlas migration"."""
 LEGAL_SUFFIXES: Final = frozenset({"inc", "inc.", "corp", "corp.", "corporation", "ltd", "ltd.", "llc", "l.l.c.",
                                     "gmbh", "plc", "co.", "s.a.", "ag", "sa", "bv", "b.v.", "pty", "limited",
                                     "incorporated", "llp", "lp", "s.p.a.", "oy", "ab", "nv", "n.v."})
@@ -191,6 +194,7 @@ def english() -> English:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         table: dict[str, str] = json.load(fh)
     lemmas = {k.lower(): v.lower() for k, v in table.items() if k == k.lower()}
+    lemmas.update({"n't": "not", "n’t": "not", "does": "do"})  # "don't eat" is "does not eat" (not "doe")
     vocab = frozenset(w for w in (*lemmas, *lemmas.values()) if w.isalpha() and w == w.lower())
     with gzip.open(path.with_name("en_lemma_index.json.gz"), "rt", encoding="utf-8") as fh:
         index: dict[str, list[str]] = json.load(fh)
