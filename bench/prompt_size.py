@@ -56,14 +56,17 @@ def counters(vocab_dir: Path | None) -> dict[str, Callable[[str], int]]:
         os.environ["TIKTOKEN_CACHE_DIR"] = private
     offline_tiktoken(vocab_dir)
     out: dict[str, Callable[[str], int]] = {}
-    try:
-        import tiktoken
+    import tiktoken
 
-        for name in ENCODINGS:
+    for name in ENCODINGS:
+        try:
             enc = tiktoken.get_encoding(name)
-            out[name] = lambda text, enc=enc: len(enc.encode_ordinary(text))
-    except Exception as exc:  # offline without vocabularies: say so and estimate
-        print(f"tiktoken unavailable ({type(exc).__name__}: {str(exc)[:120]}); counting with the estimate")
+        except Exception as exc:  # offline without this vocabulary: say so, count with the others
+            print(f"tiktoken {name} unavailable ({type(exc).__name__}: {str(exc)[:120]})")
+            continue
+        out[name] = lambda text, enc=enc: len(enc.encode_ordinary(text))
+    if not out:
+        print("no tiktoken vocabulary at hand: counting with the offline estimate")
         out = {"estimate": ESTIMATE.count}
     return out
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from spacy.lang.en.stop_words import STOP_WORDS
+
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, subject, subjects
 from .resources import Resources
@@ -20,6 +22,7 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     """age and citizenOf of "<X> is <number>" ("Rui and Sara just turned 5") and "<X> is <nationality>"
     outside tokens ``used``."""
     age, citizen = res.ontology.relation_info("age"), res.ontology.relation_info("citizenOf")
+    allergic = res.ontology.relation_info("allergicTo")
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
@@ -35,10 +38,17 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 t = make(res, ctx, who, age, msg.texts[nxt], literal=True)
                 if t is not None:
                     out.append(t)
+        elif allergic is not None and nxt + 1 < e and msg.lowers[nxt + 1] == "intolerant" \
+                and msg.lowers[nxt].isalpha() and msg.lowers[nxt] not in STOP_WORDS \
+                and (sufferer := subject(ctx, k)) is not None:
+            what = ctx.state.entity(msg.lowers[nxt])  # "I'm lactose intolerant"
+            what.mentioned = True
+            if (t := make(res, ctx, sufferer, allergic, what.key)) is not None:
+                out.append(t)
         elif citizen is not None and (m := ctx.ment_start.get(nxt)) is not None and m.kind == "demonym" \
                 and _clause_ends(ctx, m.end, ()):
-            who = subject(ctx, k)
-            t = make(res, ctx, who, citizen, m.key) if who is not None else None
+            national = subject(ctx, k)
+            t = make(res, ctx, national, citizen, m.key) if national is not None else None
             if t is not None:
                 out.append(t)
     return out

@@ -48,7 +48,8 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             found: list[ExtractedTriple] = []
             for possessor in possessors:
                 if roles is not None:
-                    for target in targets or [None]:
+                    candidates: list[str | None] = [*targets] or [None]  # None: a literal or noun phrase
+                    for target in candidates:
                         got = _apply_roles(res, ctx, roles, possessor, target, literal_at, a)
                         if got is not None:
                             found.append(got)
@@ -73,17 +74,19 @@ def _service(res: Resources, ctx: SentenceView, a: int, possessor: str, pos_tok:
     if not is_job_word(msg.lowers[a]) or (msg.lemmas[a],) in lex.roles or (msg.lemmas[a],) in lex.class_words:
         return []
     targets, _ = _role_targets(ctx, a + 1, pos_tok)
-    person = targets[0] if len(targets) == 1 else None
-    ent = ctx.state.entities.get(person) if person is not None else None
+    if len(targets) != 1:
+        return []
+    person = targets[0]
+    ent = ctx.state.entities.get(person)
     if ent is None or not lex.is_person(ent.type) or person == possessor:
         return []
     out = []
     knows, title, works = (res.ontology.relation_info(n) for n in ("knows", "jobTitle", "worksFor"))
     word = msg.texts[a] if msg.lowers[a] in JOB_ACRONYMS else msg.lowers[a]
-    for rel, target, literal in ((knows, person, False), (title, word, True)):
-        if rel is not None and (t := make(res, ctx, possessor if not literal else person, rel, target,
-                                          literal=literal)) is not None:
-            out.append(t)
+    if knows is not None and (t := make(res, ctx, possessor, knows, person)) is not None:
+        out.append(t)
+    if title is not None and (t := make(res, ctx, person, title, word, literal=True)) is not None:
+        out.append(t)
     mention = next((m for m in ctx.sent.mentions if m.key == person and m.start > a), None)
     org = employer(ctx, (mention.end if mention is not None else a + 1), gap=0)
     if works is not None and org is not None and (t := make(res, ctx, person, works, org)) is not None:

@@ -196,6 +196,13 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
     """One triple per object from ``k`` (only the first for a functional relation)."""
     out: list[ExtractedTriple] = []
     found = objects(res, ctx, k, allow_np=res.np_ok[rel.iri])
+    if found and (allergy := _allergy(res, ctx, rel, found[0])) is not None:
+        rel, found = allergy
+    if rel.name == "locatedIn" and res.lexicon.is_person(getattr(ctx.state.entities.get(subj), "type", None)):
+        home = res.ontology.relation_info("livesIn")
+        if home is None or not _settled(ctx):
+            return []  # "I'm in Prague this week": a visit, and a person is not "located in" a place
+        rel = home
     for obj in found[:1] if rel.functional else found:
         src, dst = (obj, subj) if swap else (subj, obj)
         t = make(res, ctx, src, rel, dst)
@@ -204,6 +211,29 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
             if not swap and (placed := place_after(res, ctx, rel, obj, k)) is not None:
                 out.append(placed)
     return out
+
+
+_SETTLED: Final = ("now", "currently", "these days", "nowadays", "based", "living", "permanently")
+
+
+def _settled(ctx: SentenceView) -> bool:
+    """Whether "I'm in Marseille" is said as where the speaker lives ("these days", "now")."""
+    text = " ".join(ctx.sent.msg.lowers[ctx.sent.start:ctx.sent.end])
+    return any(f" {w} " in f" {text} " for w in _SETTLED)
+
+
+def _allergy(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str) -> tuple[RelationInfo, list[str]] | None:
+    """"has a shellfish allergy": allergic to shellfish, not the owner of an allergy."""
+    allergic = res.ontology.relation_info("allergicTo")
+    ent = ctx.state.entities.get(obj)
+    if allergic is None or rel.name == allergic.name or ent is None:
+        return None
+    words = ent.name.split()
+    if len(words) < 2 or words[-1].casefold() not in ("allergy", "intolerance"):
+        return None
+    what = ctx.state.entity(" ".join(words[:-1]))
+    what.mentioned = True
+    return allergic, [what.key]
 
 
 def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:

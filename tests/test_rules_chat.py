@@ -1,0 +1,169 @@
+"""The rule extractor on the way people write to an assistant (issue 18): corrections, subjects chat
+leaves out, lists of names, job statements, languages named by nationality words. Sentences here are
+not the gold set's: they check each rule on its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphmem.extraction import Extraction, ExtractionContext, RuleExtractor
+from graphmem.ontology import Ontology
+
+from .rules_support import REF
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RuleExtractor:
+    return RuleExtractor(Ontology.load())
+
+
+def run(extractor: RuleExtractor, text: str, speakers: list[str]) -> Extraction:
+    return extractor.extract(text, ExtractionContext(extractor.ontology, REF, speakers))
+
+
+def triples(extractor: RuleExtractor, text: str, speakers: list[str]) -> set[tuple[str, str, str]]:
+    return {(t.source, t.relation, t.target) for t in run(extractor, text, speakers).triples}
+
+
+# -- corrections ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "kept", "gone"), [
+    ("Ines: I live in Madrid.\nassistant: Madrid, noted.\nInes: Sorry, actually it's Seville, not Madrid.",
+     ("Ines", "livesIn", "Seville"), ("Ines", "livesIn", "Madrid")),
+    ("Ines: I work at Globex.\nassistant: Noted.\nInes: Wait, I mean Initech.",
+     ("Ines", "worksFor", "Initech"), ("Ines", "worksFor", "Globex")),
+    ("Ines: I live in Madrid.\nInes: no wait, sorry, I moved to Toledo in May.",
+     ("Ines", "livesIn", "Toledo"), ("Ines", "livesIn", "Madrid")),
+    ("Ines: I'm a junior designer at Globex.\nInes: Sorry, senior not junior.",
+     ("Ines", "jobTitle", "senior designer"), ("Ines", "jobTitle", "junior designer")),
+])
+def test_a_correction_replaces_what_was_said(extractor: RuleExtractor, text: str, kept: tuple[str, str, str],
+                                             gone: tuple[str, str, str]) -> None:
+    found = triples(extractor, text, ["Ines", "assistant"])
+    assert kept in found and gone not in found
+
+
+def test_a_later_statement_without_a_cue_is_no_correction(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: I work at Globex.\nInes: I also work at Initech on weekends.", ["Ines"])
+    assert {("Ines", "worksFor", "Globex"), ("Ines", "worksFor", "Initech")} <= found
+
+
+def test_a_correction_only_touches_its_speakers_facts(extractor: RuleExtractor) -> None:
+    text = "Ines: I live in Madrid.\nTom: I live in Lyon.\nInes: Oops, I meant Seville."
+    found = triples(extractor, text, ["Ines", "Tom"])
+    assert ("Tom", "livesIn", "Lyon") in found and ("Ines", "livesIn", "Seville") in found
+    assert ("Ines", "livesIn", "Madrid") not in found
+
+
+# -- who the subject is --------------------------------------------------------------------------------
+
+
+def test_we_and_a_verb_first_line_are_the_speaker(extractor: RuleExtractor) -> None:
+    assert ("Ines", "livesIn", "Bilbao") in triples(extractor, "Ines: We just moved to Bilbao.", ["Ines"])
+    assert ("Ines", "livesIn", "Bilbao") in triples(extractor, "Ines: Living in Bilbao now.", ["Ines"])
+    assert ("Ines", "livesIn", "Bilbao") in triples(extractor, "Ines: Relocated to Bilbao last year.", ["Ines"])
+    assert triples(extractor, "user: Living in Bilbao now.", ["user"]) == set()  # nobody to say it of
+
+
+def test_compound_subjects_each_get_the_fact(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: Pau and I both report to Marta.", ["Ines"])
+    assert {("Ines", "reportsTo", "Marta"), ("Pau", "reportsTo", "Marta")} <= found
+    found = triples(extractor, "Ines: My manager is Marta and I work with Pau.", ["Ines"])
+    assert ("Marta", "colleagueOf", "Pau") not in found  # Marta ends the first clause, she is no subject
+
+
+def test_a_speakers_full_name_from_their_intro(extractor: RuleExtractor) -> None:
+    result = run(extractor, "Ines: My name's Ines Ortega. I live in Bilbao.", ["Ines"])
+    ines = next(e for e in result.entities if e.name == "Ines")
+    assert "Ines Ortega" in ines.aliases
+
+
+# -- lists, family, ages -------------------------------------------------------------------------------
+
+
+def test_children_listed_after_a_count_are_children_and_siblings(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: My husband Pau and I have three kids, Ana, Leo and Noa.", ["Ines"])
+    for child in ("Ana", "Leo", "Noa"):
+        assert (child, "childOf", "Ines") in found and (child, "childOf", "Pau") in found
+    assert {("Ana", "siblingOf", "Leo"), ("Ana", "siblingOf", "Noa"), ("Leo", "siblingOf", "Noa")} <= found
+
+
+def test_my_twins_are_children_her_brother_is_hers(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: My twins Ana and Leo just turned 7.", ["Ines"])
+    assert {("Ana", "childOf", "Ines"), ("Leo", "childOf", "Ines"), ("Ana", "siblingOf", "Leo"),
+            ("Ana", "age", "7"), ("Leo", "age", "7")} <= found
+    found = triples(extractor, "Ines: My wife Marta lives in Vigo. Her brother Pau is a pilot.", ["Ines"])
+    assert ("Pau", "siblingOf", "Marta") in found and ("Pau", "siblingOf", "Ines") not in found
+
+
+def test_age_said_with_now(extractor: RuleExtractor) -> None:
+    assert ("Rex", "age", "4") in triples(extractor, "Ines: My dog Rex is 4 now.", ["Ines"])
+
+
+# -- jobs ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Ines: I'm product manager at Globex now.", {("Ines", "jobTitle", "product manager"),
+                                                  ("Ines", "worksFor", "Globex")}),
+    ("Ines: I'm a pharmacist, mostly nights, at Central Pharmacy.", {("Ines", "jobTitle", "pharmacist"),
+                                                                     ("Ines", "worksFor", "Central Pharmacy")}),
+    ("Ines: I joined Globex as a senior PM.", {("Ines", "jobTitle", "senior PM")}),
+    ("Ines: I started a new job at Globex last week.", {("Ines", "worksFor", "Globex")}),
+])
+def test_job_statements(extractor: RuleExtractor, text: str, expected: set[tuple[str, str, str]]) -> None:
+    assert expected <= triples(extractor, text, ["Ines"])
+
+
+def test_a_former_job_is_no_title(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: I'm team lead at Globex, after two years as a junior developer.", ["Ines"])
+    assert ("Ines", "jobTitle", "team lead") in found and ("Ines", "jobTitle", "junior developer") not in found
+
+
+def test_a_possessive_is_no_job_statement(extractor: RuleExtractor) -> None:
+    assert triples(extractor, "Ines: Ines's manager Pau called.", ["Ines"]) == {("Pau", "manages", "Ines")}
+
+
+def test_my_dentist_is_their_job_and_someone_i_know(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: I saw my dentist Dr. Rey at Bright Smiles today.", ["Ines"])
+    assert {("Ines", "knows", "Dr. Rey"), ("Dr. Rey", "jobTitle", "dentist"),
+            ("Dr. Rey", "worksFor", "Bright Smiles")} <= found
+
+
+# -- words and names -----------------------------------------------------------------------------------
+
+
+def test_nationality_words_as_languages(extractor: RuleExtractor) -> None:
+    result = run(extractor, "Ines: I speak Italian and Dutch. Spanish is my first language.", ["Ines"])
+    found = {(t.source, t.relation, t.target) for t in result.triples}
+    assert {("Ines", "speaks", "Italian"), ("Ines", "speaks", "Dutch"), ("Ines", "speaks", "Spanish")} <= found
+    assert {e.name: e.type for e in result.entities}["Italian"] == "Language"
+
+
+def test_a_project_named_by_its_work(extractor: RuleExtractor) -> None:
+    result = run(extractor, "Ines: I lead the Orion redesign at Globex.", ["Ines"])
+    assert ("Ines", "leads", "Orion redesign") in {(t.source, t.relation, t.target) for t in result.triples}
+    assert {e.name: e.type for e in result.entities}["Orion redesign"] == "Project"
+
+
+def test_an_opening_adjective_is_no_part_of_a_name(extractor: RuleExtractor) -> None:
+    names = {e.name for e in run(extractor, "Ines: Poor Rex. My dog Rex is ill.", ["Ines"]).entities}
+    assert "Rex" in names and "Poor Rex" not in names
+
+
+def test_adverb_inside_a_relation_and_negated_verb_forms(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: I'm really into chess and I don't eat mushrooms.", ["Ines"])
+    assert {("Ines", "interestedIn", "chess"), ("Ines", "dislikes", "mushroom")} <= found
+
+
+def test_allergies_said_as_nouns_and_adjectives(extractor: RuleExtractor) -> None:
+    found = triples(extractor, "Ines: My son Leo has a peanut allergy and I'm gluten intolerant.", ["Ines"])
+    assert {("Leo", "allergicTo", "peanut"), ("Ines", "allergicTo", "gluten")} <= found
+    assert not any(r == "owns" for _s, r, _t in found)
+
+
+def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtractor) -> None:
+    assert ("Ines", "livesIn", "Vigo") in triples(extractor, "Ines: These days I'm in Vigo.", ["Ines"])
+    visit = triples(extractor, "Ines: I'm in Vigo for a conference.", ["Ines"])
+    assert not any(t == "Vigo" for _s, _r, t in visit)
