@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
+from pydantic import BaseModel
 
 from ...config import LLMConfig, display_uri
 from ...driving import adrive, drive
@@ -43,6 +44,7 @@ from .server import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
 _Chat = Generator[dict[str, Any], Any, T]
 """Steps of a conversation with the model: each yields the keyword arguments of one chat-completion
 request (or ``{"_models": True}``, ``{"_sleep": seconds}``) and receives its response (or has the
@@ -439,21 +441,9 @@ class LLMExtractor(Extractor):
     # -- light checks of the model's numbers ----------------------------------------------------------
 
     def _checked(self, answer: Extraction, context: ExtractionContext) -> Extraction:
-        known_memories = {m.number for m in context.memories}
-        known_entities = {e.number for e in context.entities}
-        dropped_refs = 0
-        memories = []
-        for m in answer.memories:
-            if m.replaces is not None and m.replaces not in known_memories:
-                dropped_refs += 1
-                m = m.model_copy(update={"replaces": None})
-            memories.append(m)
-        entities = []
-        for e in answer.entities:
-            if e.existing is not None and e.existing not in known_entities:
-                dropped_refs += 1
-                e = e.model_copy(update={"existing": None})
-            entities.append(e)
+        memories, dropped_memories = _null_unknown(answer.memories, "replaces", {m.number for m in context.memories})
+        entities, dropped_entities = _null_unknown(answer.entities, "existing", {e.number for e in context.entities})
+        dropped_refs = dropped_memories + dropped_entities
         if dropped_refs:
             with self._lock:
                 self.stats.dropped_refs += dropped_refs
@@ -470,6 +460,18 @@ class LLMExtractor(Extractor):
             log.warning("%s: dropped %d triple(s) whose memory index is not one of the %d memories", self.where,
                         len(triples) - len(kept), memories)
         return kept
+
+
+def _null_unknown(items: Sequence[B], field: str, known: set[int]) -> tuple[list[B], int]:
+    """``items`` with ``field`` set to null where it names a number the context did not give."""
+    out, dropped = [], 0
+    for item in items:
+        ref = getattr(item, field)
+        if ref is not None and ref not in known:
+            dropped += 1
+            item = item.model_copy(update={field: None})
+        out.append(item)
+    return out, dropped
 
 
 def _chunk_name(context: ExtractionContext) -> str:
