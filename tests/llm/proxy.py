@@ -17,6 +17,8 @@ import httpx
 
 @dataclass(frozen=True)
 class Exchange:
+    seq: int
+    """Order of arrival: an answer that comes late (its client timed out) still belongs to its request."""
     path: str
     request: dict[str, Any]
     status: int
@@ -38,6 +40,7 @@ class RecordingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")  # ends in /v1
         self.exchanges: list[Exchange] = []
+        self._arrivals = 0
         self._lock = threading.Lock()
         proxy = self
 
@@ -46,6 +49,8 @@ class RecordingProxy:
                 pass
 
             def _forward(self, method: str) -> None:
+                with proxy._lock:
+                    seq, proxy._arrivals = proxy._arrivals, proxy._arrivals + 1
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 path = self.path.removeprefix("/v1")
@@ -58,7 +63,7 @@ class RecordingProxy:
                 except ValueError:
                     request, response = {}, {}
                 with proxy._lock:
-                    proxy.exchanges.append(Exchange(path, request, upstream.status_code,
+                    proxy.exchanges.append(Exchange(seq, path, request, upstream.status_code,
                                                     response if isinstance(response, dict) else {}))
                 try:
                     self.send_response(upstream.status_code)
@@ -83,11 +88,13 @@ class RecordingProxy:
 
     def mark(self) -> int:
         with self._lock:
-            return len(self.exchanges)
+            return self._arrivals
 
     def since(self, mark: int) -> list[Exchange]:
+        """The chat completions requested after ``mark`` and answered by now, in order of arrival."""
         with self._lock:
-            return [e for e in self.exchanges[mark:] if e.path.startswith("/chat/completions")]
+            return sorted((e for e in self.exchanges if e.seq >= mark and e.path.startswith("/chat/completions")),
+                          key=lambda e: e.seq)
 
     def close(self) -> None:
         self._server.shutdown()

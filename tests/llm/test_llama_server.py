@@ -185,7 +185,7 @@ def test_with_the_context_configured_every_call_fits(tmp_path: Path, proxy: Reco
         assert not fits(calls, n_ctx)
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(2400)
 def test_the_window_is_learnt_when_not_configured(tmp_path: Path, proxy: RecordingProxy, uid: str,
                                                   n_ctx: int) -> None:
     """llama-cpp-python lists no context size, so the first call goes out with the default output
@@ -194,7 +194,7 @@ def test_the_window_is_learnt_when_not_configured(tmp_path: Path, proxy: Recordi
     A long conversation in one chunk leaves the answer little room, so the cut comes soon."""
     long = [dict(msg) for _ in range(7) for msg in LONG]
     with make_memory(tmp_path, proxy, structured_output="json_object", max_splits=0, output_retries=0,
-                     chunking={"max_tokens": 3200}) as m:
+                     chunking={"max_tokens": 3200}, timeout_s=1100) as m:
         _out, _error, calls = attempt(m, proxy, "window learnt", "default output limit, one long chunk", long, uid)
         assert len(calls) == 1 and calls[0].status == 200, [c.response for c in calls]
         learnt = extractor(m).server.context
