@@ -252,6 +252,7 @@ def main() -> None:
     args = p.parse_args()
     if args.extractor == "llm" and not (args.config or args.base_url or args.standin):
         p.error("--extractor llm needs --config, --base-url or --standin")
+    args.gold = args.gold.resolve()  # the baseline's child process runs from outside the checkout
     gold = load_gold(args.gold)[: args.limit]
     if args.collect_only:
         args.collect_only.write_text(json.dumps(collect(args, gold), default=str))
