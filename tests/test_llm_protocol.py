@@ -186,9 +186,10 @@ def test_prompt_that_cannot_fit_without_the_chunk_is_reported_not_split(
     assert server.chat_requests == [] and ex.stats.splits == 0
 
 
+@pytest.mark.parametrize("imitate", ["llama-cpp-python", "llama.cpp"])
 def test_prompt_learnt_too_large_from_the_server_is_reported_once(
-        server: StandinServer, ontology: Ontology) -> None:
-    server.imitate = "llama-cpp-python"
+        server: StandinServer, ontology: Ontology, imitate: Any) -> None:
+    server.imitate = imitate
     server.context_window = 1024
     with pytest.raises(ExtractionError, match=r"system prompt ~[\d,]+ tokens.*context 1,024 tokens"):
         make(server, structured_output="json_object").extract(FACTS, context(ontology))
@@ -323,8 +324,13 @@ def test_unknown_model_for_tiktoken_is_logged_once(tmp_path: Path, server: Stand
     assert len(said) == 1
 
 
-def test_context_window_from_the_model_listing(server: StandinServer, ontology: Ontology) -> None:
-    server.models = [{"id": "llama3.1", "object": "model", "owned_by": "vllm", "max_model_len": 8192}]
+@pytest.mark.parametrize("entry", [
+    {"id": "llama3.1", "object": "model", "owned_by": "vllm", "max_model_len": 8192},
+    {"id": "llama3.1", "object": "model", "owned_by": "llamacpp", "meta": {"n_ctx": 8192, "n_ctx_train": 131072}},
+], ids=["vllm", "llama.cpp"])
+def test_context_window_from_the_model_listing(server: StandinServer, ontology: Ontology,
+                                               entry: dict[str, Any]) -> None:
+    server.models = [entry]
     server.context_window = 8192
     ex = make(server, max_output_tokens=8000)
     assert ex.extract(FACTS, context(ontology)).triples

@@ -10,7 +10,8 @@ JSON-schema support. ``context_window`` makes it refuse requests whose prompt pl
 it (OpenAI, vLLM). ``imitate = "llama-cpp-python"`` behaves as llama-cpp-python 0.3.36 does: a
 ``json_schema`` request is refused with an HTTP 500, only a prompt that fills the window is refused,
 and an output limit beyond what the prompt leaves is cut to it without a word (the answer then stops
-with ``finish_reason: length`` before the limit sent). Every request body is recorded in ``requests``,
+with ``finish_reason: length`` before the limit sent); ``imitate = "llama.cpp"`` words a prompt beyond
+the window the way llama.cpp's own server (``llama-server``) does. Every request body is recorded in ``requests``,
 and the ``usage`` of every answer in ``usage_sent``.
 """
 
@@ -88,7 +89,7 @@ class StandinServer:
         self.chat_responder: ChatResponder = lambda _request: "{}"
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.unsupported_formats: set[str] = set()
-        self.imitate: Literal["openai", "llama-cpp-python"] = "openai"
+        self.imitate: Literal["openai", "llama-cpp-python", "llama.cpp"] = "openai"
         self.context_window: int | None = None
         """Prompt tokens (as :meth:`prompt_tokens` counts them) plus the output limit allowed per request."""
         self.usage_sent: list[dict[str, int]] = []
@@ -155,7 +156,11 @@ class StandinServer:
         prompt = self.prompt_tokens(body)
         asked = prompt + (limit if isinstance(limit, int) else 0)
         window = self.context_window
-        if window is not None and (prompt >= window if llama else asked > window):
+        native = self.imitate == "llama.cpp"
+        if window is not None and native and prompt >= window:
+            return 400, json.dumps({"error": {"code": 400, "type": "exceed_context_size_error", "message": (
+                f"request ({prompt} tokens) exceeds the available context size ({window} tokens), try increasing it")}})
+        if window is not None and not native and (prompt >= window if llama else asked > window):
             message = (f"This model's maximum context length is {window} tokens. However, you requested {asked} "
                        f"tokens ({prompt} in the messages, {limit} in the completion). Please reduce the length "
                        "of the messages or completion.")

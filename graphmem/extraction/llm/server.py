@@ -32,15 +32,17 @@ Mode = Literal["json_schema", "json_object", "text"]
 prompt, checked here), or neither (servers that refuse both; the same check applies)."""
 
 FORMAT_WORDS: Final = ("response_format", "response format", "json_schema", "json_object", "structured output")
-CONTEXT_WORDS: Final = ("context length", "context_length", "context window", "maximum context")
+CONTEXT_WORDS: Final = ("context length", "context_length", "context window", "maximum context", "context size")
+"""How servers word a prompt beyond the window (llama.cpp's own server: "exceeds the available context size")."""
 _REFUSED_WORDS: Final = ("unsupported", "not supported", "unrecognized", "unknown", "not permitted", "extra")
 _CONTEXT_SIZE: Final = (
     re.compile(r"context window of (\d+)", re.I),  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
     re.compile(r"maximum context length is (\d+)", re.I),  # OpenAI, vLLM
     re.compile(r"context (?:length|size|window)[^\d]{0,20}(\d{3,})", re.I),
 )
-_LISTED_CONTEXT: Final = ("max_model_len", "max_context_length", "context_length")
-"""Where ``/v1/models`` lists the window: vLLM, LM Studio, others."""
+_LISTED_CONTEXT: Final = ("max_model_len", "max_context_length", "context_length", "n_ctx")
+"""Where ``/v1/models`` lists the window: vLLM, LM Studio, others, and llama.cpp's own server (in ``meta``:
+the context of a slot, not the model's training context ``n_ctx_train``)."""
 MIN_ANSWER_TOKENS: Final = 256
 """Room an answer needs at least: a prompt leaving less than this is reported, not sent."""
 MAX_RETRY_WAIT_S: Final = 60.0
@@ -167,8 +169,10 @@ class ServerProfile:
             extra = getattr(entry, "model_extra", None) or {}
             if getattr(entry, "id", None) not in (self.config.model, None) and len(listing.data) > 1:
                 continue
+            meta = extra.get("meta")
+            fields = {**extra, **meta} if isinstance(meta, dict) else extra
             for key in _LISTED_CONTEXT:
-                value = extra.get(key)
+                value = fields.get(key)
                 if isinstance(value, int) and value >= 512:
                     with self._lock:
                         self.context = self.context or value
