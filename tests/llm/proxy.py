@@ -55,7 +55,7 @@ class RecordingProxy:
                 body = self.rfile.read(length) if length else b""
                 path = self.path.removeprefix("/v1")
                 # The model may take minutes; the client's own timeout is what the tests exercise.
-                upstream = httpx.request(method, proxy.upstream + path, content=body, timeout=600,
+                upstream = httpx.request(method, proxy.upstream + path, content=body, timeout=1800,
                                          headers={"content-type": self.headers.get("content-type", "application/json")})
                 try:
                     request = json.loads(body) if body else {}
