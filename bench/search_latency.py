@@ -767,7 +767,7 @@ def cold_start(db: Path, user: str, queries: list[str], runs: int, baseline_ref:
 
     def child(tree: Path, qs: list[str]) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        argv = [sys.executable, str(Path(__file__).resolve()), "--cold-child", str(db), user, json.dumps(qs)]
+        argv = [sys.executable, str(Path(__file__).resolve()), "--cold-child", str(db.resolve()), user, json.dumps(qs)]
         # cwd elsewhere, so that the tree on PYTHONPATH is the graphmem imported
         out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True, timeout=600,
                              cwd=tempfile.gettempdir())

@@ -624,14 +624,16 @@ class SQLiteStore(Store):
                     f"AND {where} AND {fsql}", [*part, *params, *fparams]
                 ):
                     out.add_row(row["id"], row, _record)
-            similarity = {} if vector is None else self._similarity(conn, list(out), vector)
+            similarity = {} if vector is None else self._similarity(conn, scope, list(out), vector)
         return out, similarity
 
-    def _similarity(self, conn: sqlite3.Connection, ids: Sequence[str], vector: Vector) -> dict[str, float]:
+    def _similarity(
+        self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[str], vector: Vector
+    ) -> dict[str, float]:
         assert self._vec is not None
         with self._vec.lock:
             self._vec.refresh(conn)
-            return self._vec.similarity(ids, np.asarray(vector, dtype=np.float32))
+            return self._vec.similarity(scope, ids, np.asarray(vector, dtype=np.float32))
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -804,7 +806,7 @@ class SQLiteStore(Store):
         only the common words scores low anyway: their inverse document frequency is small), the
         scope applied to the ranked rows; fewer than ``k`` hits may come back, the vector candidates
         fill the list. When every term is common, or the rare ones match nothing in scope, the
-        scope's newest ``_RANKED`` matching rows are ranked.
+        scope's newest ``_RANKED`` matching rows are ranked (:meth:`_ranked_in_index`).
         """
         where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)
@@ -838,9 +840,32 @@ class SQLiteStore(Store):
                 return hits
         # every term common, or the rare ones match nothing in scope: rank the scope's newest matches
         match = f"memory : ({fts5_query(present)})"
+        scoped = f"{in_scope}({fts5_query(present)})"
         edge = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC "
-                            "LIMIT 1 OFFSET ?", [f"{in_scope}({fts5_query(present)})", _RANKED]).fetchone()
-        return ranked(match, 0 if edge is None else int(edge[0]))
+                            "LIMIT 1 OFFSET ?", [scoped, _RANKED]).fetchone()
+        after = 0 if edge is None else int(edge[0])
+        return ranked(match, after) if flt is not None else SQLiteStore._ranked_in_index(conn, scoped, after, k)
+
+    @staticmethod
+    def _ranked_in_index(conn: sqlite3.Connection, match: str, after: int, k: int) -> list[tuple[str, float]]:
+        """The top-k by BM25 of ``match`` (the scope's token in it) among rows above ``after``.
+
+        Why the token in the match here: the rows above ``after`` include other tenants' (a common
+        word matches thousands of them), and ranking each, then joining it to ``memories`` to test
+        its scope, grew with them. With the token, only the scope's (at most :data:`_RANKED`) rows
+        are ranked, and the scores are the same: its column weighs 0 in BM25. Only the best (every
+        tie of the k-th included) are joined for their ids.
+        """
+        scored = conn.execute(f"SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? "
+                              f"AND rank MATCH {_BM25} AND rowid > ?", [match, after]).fetchall()
+        if not scored:
+            return []
+        scored.sort(key=lambda h: -h[1])
+        cut = scored[min(k, len(scored)) - 1][1]
+        best = [(int(r), float(sc)) for r, sc in scored if sc >= cut]
+        ids = dict(conn.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({','.join('?' * len(best))})",
+                                [r for r, _ in best]).fetchall())
+        return sorted(((ids[r], sc) for r, sc in best if r in ids), key=lambda h: (-h[1], h[0]))[:k]
 
     def candidates(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
@@ -870,5 +895,5 @@ class SQLiteStore(Store):
         if vector is not None:
             out.similarity = dict(out.vector)
             missing = [i for i in out.records if i not in out.similarity]
-            out.similarity.update(self._similarity(conn, missing, vector) if missing else {})
+            out.similarity.update(self._similarity(conn, scope, missing, vector) if missing else {})
         return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import sqlite3
 import struct
@@ -44,28 +45,73 @@ _RESAVE_AFTER = 2_000
 replayed change is one row read by id at the next cold start)."""
 
 
-class _Block:
-    """One tenant's vectors: rows ``[0, n)`` of ``matrix`` are live, in no particular order."""
+def _aligned(offset: int) -> int:
+    return -(-offset // 64) * 64
 
-    __slots__ = ("codes", "ids", "matrix", "n", "rowids")
+
+class _Block:
+    """One tenant's vectors: rows ``[0, n)`` of each array are live, in no particular order. Arrays
+    loaded from the snapshot are copy-on-write maps of the file; growing one copies it."""
+
+    __slots__ = ("_index", "codes", "ids", "matrix", "n", "rowids")
 
     def __init__(self, dims: int, cap: int = 16) -> None:
         self.matrix: Vector = np.empty((cap, dims), dtype=np.float32)
-        self.codes = np.empty((cap, 2), dtype=np.int32)  # agent_id, run_id codes (-1: None)
+        self.codes: npt.NDArray[np.int32] = np.empty((cap, 2), dtype=np.int32)  # agent_id, run_id (-1: None)
+        self.rowids: npt.NDArray[np.int64] = np.empty(cap, dtype=np.int64)
         self.n = 0
         self.ids: list[str] = []
-        self.rowids: list[int] = []
+        self._index: dict[str, int] | None = None  # memory id -> row, built when first asked for
 
     def reserve(self, need: int) -> None:
         cap = len(self.matrix)
         if need <= cap:
             return
         new_cap = max(need, 2 * cap)
+        n = self.n
         matrix = np.empty((new_cap, self.matrix.shape[1]), dtype=np.float32)
-        matrix[: self.n] = self.matrix[: self.n]
+        matrix[:n] = self.matrix[:n]
         codes = np.empty((new_cap, 2), dtype=np.int32)
-        codes[: self.n] = self.codes[: self.n]
-        self.matrix, self.codes = matrix, codes
+        codes[:n] = self.codes[:n]
+        rowids = np.empty(new_cap, dtype=np.int64)
+        rowids[:n] = self.rowids[:n]
+        self.matrix, self.codes, self.rowids = matrix, codes, rowids
+
+    def index(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = dict(zip(self.ids, range(self.n), strict=True))
+        return self._index
+
+    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """Rows holding any of ``rowids``, ascending."""
+        return np.flatnonzero(np.isin(self.rowids[: self.n], rowids))
+
+    def remove(self, rows: npt.NDArray[np.intp]) -> None:
+        """Drop ``rows`` (ascending); the last rows fill the holes, so the block stays contiguous."""
+        for i in rows[::-1].tolist():  # from the end: a row moved into a hole is never one still to drop
+            last = self.n - 1
+            if self._index is not None:
+                del self._index[self.ids[i]]
+            if i != last:
+                self.matrix[i] = self.matrix[last]
+                self.codes[i] = self.codes[last]
+                self.rowids[i] = self.rowids[last]
+                self.ids[i] = self.ids[last]
+                if self._index is not None:
+                    self._index[self.ids[i]] = i
+            self.ids.pop()
+            self.n = last
+
+    def append(self, rowid: int, mid: str, codes: tuple[int, int], vector: Vector) -> None:
+        self.reserve(self.n + 1)
+        i = self.n
+        self.matrix[i] = vector
+        self.codes[i] = codes
+        self.rowids[i] = rowid
+        self.ids.append(mid)
+        if self._index is not None:
+            self._index[mid] = i
+        self.n = i + 1
 
 
 class VectorCache:
@@ -81,13 +127,10 @@ class VectorCache:
         self.seq = 0
         self.saved_seq = -1  # seq of the snapshot file this state came from or went to (-1: none)
         self.blocks: dict[str | None, _Block] = {}
-        self.where: dict[int, tuple[_Block, int]] = {}  # rowid -> (block, row)
-        self.rowid_of: dict[str, int] = {}  # memory id -> rowid
         self.codes: list[dict[str, int]] = [{}, {}]
-        self.users: dict[int, str | None] = {}  # id(block) -> its user_id
 
     def __len__(self) -> int:
-        return len(self.where)
+        return sum(b.n for b in self.blocks.values())
 
     # -- keeping in step ---------------------------------------------------------------------------
     def _code(self, field: int, value: str | None) -> int:
@@ -99,45 +142,7 @@ class VectorCache:
         block = self.blocks.get(user)
         if block is None:
             block = self.blocks[user] = _Block(self.dims)
-            self.users[id(block)] = user
         return block
-
-    def _remove(self, rowid: int) -> None:
-        loc = self.where.pop(rowid, None)
-        if loc is None:
-            return
-        block, i = loc
-        last = block.n - 1
-        self.rowid_of.pop(block.ids[i], None)
-        if i != last:  # the last row fills the hole: the block stays contiguous
-            block.matrix[i] = block.matrix[last]
-            block.codes[i] = block.codes[last]
-            block.ids[i], block.rowids[i] = block.ids[last], block.rowids[last]
-            self.where[block.rowids[i]] = (block, i)
-        block.ids.pop()
-        block.rowids.pop()
-        block.n = last
-
-    def _put(self, rowid: int, mid: str, user: str | None, agent: str | None, run: str | None, blob: bytes) -> None:
-        loc = self.where.get(rowid)
-        if loc is not None and self.users[id(loc[0])] != user:
-            self._remove(rowid)
-            loc = None
-        if loc is None:
-            block = self._block(user)
-            block.reserve(block.n + 1)
-            i = block.n
-            block.n += 1
-            block.ids.append(mid)
-            block.rowids.append(rowid)
-            self.where[rowid] = (block, i)
-        else:
-            block, i = loc
-            self.rowid_of.pop(block.ids[i], None)
-            block.ids[i] = mid
-        block.matrix[i] = np.frombuffer(blob, dtype=np.float32)
-        block.codes[i] = (self._code(0, agent), self._code(1, run))
-        self.rowid_of[mid] = rowid
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Replay changes since the last refresh (call inside a read transaction)."""
@@ -152,26 +157,27 @@ class VectorCache:
         elif self.seq < top:
             changed = [r[0] for r in conn.execute(
                 "SELECT DISTINCT mem_rowid FROM vec_changes WHERE seq > ?", (self.seq,))]
-            if len(changed) > max(_RESAVE_AFTER, len(self.where) // 2):  # one scan is cheaper than lookups
+            if len(changed) > max(_RESAVE_AFTER, len(self) // 2):  # one scan is cheaper than lookups
                 self._load_all(conn)
             else:
                 self._replay(conn, changed)
         self.seq = int(top)
 
     def _replay(self, conn: sqlite3.Connection, changed: Sequence[int]) -> None:
+        """Drop every changed row, then add back those still in the file, as they are now."""
         cur = conn.cursor()
         cur.row_factory = None
         for i in range(0, len(changed), 500):
             part = changed[i : i + 500]
-            found = set()
+            gone = np.asarray(part, dtype=np.int64)
+            for block in self.blocks.values():
+                block.remove(block.positions(gone))
             marks = ",".join("?" * len(part))
             for rowid, mid, user, agent, run, blob in cur.execute(
                 f"SELECT rowid, id, user_id, agent_id, run_id, embedding FROM memories WHERE rowid IN ({marks})", part
             ):
-                self._put(rowid, mid, user, agent, run, blob)
-                found.add(rowid)
-            for rowid in set(part) - found:
-                self._remove(rowid)
+                self._block(user).append(rowid, mid, (self._code(0, agent), self._code(1, run)),
+                                         np.frombuffer(blob, dtype=np.float32))
 
     def _load_all(self, conn: sqlite3.Connection) -> None:
         """Every vector through SQL: one scan, each tenant's rows joined into its block at once."""
@@ -183,20 +189,20 @@ class VectorCache:
             groups.setdefault(row[0], []).append(row)
         for user, rows in groups.items():
             block = self._block(user)
-            block.reserve(len(rows))
             n = len(rows)
+            block.reserve(n)
             block.matrix[:n] = np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(n, self.dims)
             block.codes[:n] = [(self._code(0, r[3]), self._code(1, r[4])) for r in rows]
+            block.rowids[:n] = [r[1] for r in rows]
             block.ids = [r[2] for r in rows]
-            block.rowids = [r[1] for r in rows]
             block.n = n
-            self.where.update((r[1], (block, i)) for i, r in enumerate(rows))
-            self.rowid_of.update((r[2], r[1]) for r in rows)
 
     # -- the snapshot file ---------------------------------------------------------------------------
     def _load_snapshot(self, conn: sqlite3.Connection, top: int, low: int) -> bool:
-        """Load the snapshot when it is this store's latest and the log reaches back to it (the
-        caller replays what changed after it); False, nothing loaded, otherwise."""
+        """Map the snapshot when it is this store's latest and the log reaches back to it (the caller
+        replays what changed after it); False, nothing loaded, otherwise. The blocks are private
+        (copy-on-write) maps of the file: nothing is copied until a block changes or grows, and the
+        first scan reads the vectors once, from the page cache."""
         if self.snapshot is None:
             return False
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (TOKEN_KEY,)).fetchone()
@@ -204,40 +210,45 @@ class VectorCache:
             return False
         try:
             with open(self.snapshot, "rb") as f:
-                if f.read(len(_MAGIC)) != _MAGIC:
-                    return False
-                (size,) = struct.unpack("<Q", f.read(8))
-                head = json.loads(f.read(size))
-                seq = int(head["seq"])
-                if head["token"] != row[0] or head["dims"] != self.dims or not low - 1 <= seq <= top:
-                    return False
-                self._clear()
-                self.codes = [{v: i for i, v in enumerate(values)} for values in head["codes"]]
-                for spec in head["blocks"]:
-                    self._read_block(f, spec)
-                if f.read(1):
-                    raise ValueError("trailing bytes")
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+            if mm[: len(_MAGIC)] != _MAGIC:
+                return False
+            (size,) = struct.unpack_from("<Q", mm, len(_MAGIC))
+            at = len(_MAGIC) + 8
+            head = json.loads(mm[at : at + size])
+            seq = int(head["seq"])
+            if head["token"] != row[0] or head["dims"] != self.dims or not low - 1 <= seq <= top:
+                return False
+            self._clear()
+            self.codes = [{v: i for i, v in enumerate(values)} for values in head["codes"]]
+            at = _aligned(at + size)
+            for spec in head["blocks"]:
+                at = self._map_block(mm, at, spec)
+            if at != len(mm):
+                raise ValueError("the snapshot's size does not match its header")
         except (OSError, ValueError, KeyError, TypeError, struct.error):
             self._clear()
             return False
         self.seq = self.saved_seq = seq
         return True
 
-    def _read_block(self, f: Any, spec: dict[str, Any]) -> None:
-        n = int(spec["n"])
+    def _map_block(self, mm: mmap.mmap, at: int, spec: dict[str, Any]) -> int:
+        n, d = int(spec["n"]), self.dims
         block = self._block(spec["user_id"])
-        block.reserve(n)
-        ids = f.read(int(spec["ids_bytes"])).decode("utf-8").split(_SEP) if n else []
-        rowids = np.empty(n, dtype=np.int64)
-        for arr in (rowids, block.codes[:n], block.matrix[:n]):
-            view = arr.data.cast("B")
-            if f.readinto(view) != len(view):
-                raise ValueError("truncated snapshot")
-        if len(ids) != n:
-            raise ValueError("snapshot ids do not match its rows")
-        block.ids, block.rowids, block.n = ids, rowids.tolist(), n
-        self.where.update((r, (block, i)) for i, r in enumerate(block.rowids))
-        self.rowid_of.update(zip(ids, block.rowids, strict=True))
+        block.rowids = np.frombuffer(mm, dtype=np.int64, count=n, offset=at)
+        at = _aligned(at + 8 * n)
+        block.codes = np.frombuffer(mm, dtype=np.int32, count=2 * n, offset=at).reshape(n, 2)
+        at = _aligned(at + 8 * n)
+        block.matrix = np.frombuffer(mm, dtype=np.float32, count=n * d, offset=at).reshape(n, d)
+        at = _aligned(at + 4 * n * d)
+        end = at + int(spec["ids_bytes"])
+        if end > len(mm):
+            raise ValueError("truncated snapshot")
+        block.ids = mm[at:end].decode("utf-8").split(_SEP)
+        if len(block.ids) != n:
+            raise ValueError("the snapshot's ids do not match its rows")
+        block.n = n
+        return _aligned(end)
 
     def stale(self) -> bool:
         """Whether :meth:`save` would write: loaded, and the snapshot missing or far behind."""
@@ -263,12 +274,17 @@ class VectorCache:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
             with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + struct.pack("<Q", len(head)) + head)
+
+                def put(data: bytes | memoryview) -> None:  # each part starts 64-byte aligned (mapped as is)
+                    f.write(data)
+                    f.write(b"\0" * (_aligned(f.tell()) - f.tell()))
+
+                f.write(_MAGIC + struct.pack("<Q", len(head)))
+                put(head)
                 for (_, b), ib in zip(blocks, id_bytes, strict=True):
-                    f.write(ib)
-                    f.write(np.asarray(b.rowids, dtype=np.int64).tobytes())
-                    f.write(b.codes[: b.n].data)
-                    f.write(b.matrix[: b.n].data)
+                    for part in (b.rowids[: b.n], b.codes[: b.n], b.matrix[: b.n]):
+                        put(np.ascontiguousarray(part).data)
+                    put(ib)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.snapshot)
@@ -321,34 +337,34 @@ class VectorCache:
                     best[q] = (block.ids[int(b if rows is None else rows[b])], score)
         return best
 
-    def similarity(self, ids: Sequence[str], query: Vector) -> dict[str, float]:
-        """Cosine of the given memories (those still cached) with ``query``."""
+    def similarity(self, scope: Scope, ids: Sequence[str], query: Vector) -> dict[str, float]:
+        """Cosine with ``query`` of the given memories that are cached and in ``scope``."""
         out: dict[str, float] = {}
-        for mid in ids:
-            rowid = self.rowid_of.get(mid)
-            if rowid is not None:
-                block, i = self.where[rowid]
-                out[mid] = float(block.matrix[i] @ query)
+        for block, rows in self._scoped(scope):
+            index = block.index()
+            allowed = None if rows is None else set(rows.tolist())
+            found = [(mid, index[mid]) for mid in ids if mid in index]
+            found = [(mid, i) for mid, i in found if allowed is None or i in allowed]
+            if found:
+                scores = block.matrix[[i for _, i in found]] @ query
+                out.update(zip((mid for mid, _ in found), scores.tolist(), strict=True))
         return out
 
     def search(self, scope: Scope, query: Vector, k: int, rowids: set[int] | None) -> list[tuple[str, float]]:
         """Exact cosine top-k within ``scope`` (and among ``rowids`` when a filter chose them)."""
         hits: list[tuple[str, float]] = []
-        if rowids is not None:
-            by_block: dict[int, tuple[_Block, list[int]]] = {}
-            for r in rowids:
-                loc = self.where.get(r)
-                if loc is not None:
-                    by_block.setdefault(id(loc[0]), (loc[0], []))[1].append(loc[1])
-            parts: Iterable[tuple[_Block, Any]] = [(b, np.asarray(rows, dtype=np.int64)) for b, rows in
-                                                   by_block.values()]
-        else:
-            parts = self._scoped(scope)
-        for block, rows in parts:
+        wanted = None if rowids is None else np.fromiter(rowids, dtype=np.int64, count=len(rowids))
+        for block, rows in self._scoped(scope):
+            if wanted is not None:
+                chosen = block.positions(wanted)
+                rows = chosen if rows is None else np.intersect1d(rows, chosen, assume_unique=True)
+                if len(rows) == 0:
+                    continue
             scores = block.matrix[: block.n] @ query if rows is None else block.matrix[rows] @ query
             take = min(k, len(scores))
             top = np.argpartition(-scores, take - 1)[:take] if take < len(scores) else np.arange(len(scores))
             ids = block.ids
-            hits += [(ids[int(i if rows is None else rows[i])], float(scores[i])) for i in top]
+            picked = top if rows is None else rows[top]
+            hits += zip((ids[i] for i in picked.tolist()), scores[top].tolist(), strict=True)
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits[:k]
