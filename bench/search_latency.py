@@ -758,51 +758,94 @@ def cold_child(db: str, user: str, queries: list[str]) -> None:
                       "embedder_misses": embedder.misses}))
 
 
-def cold_start(db: Path, user: str, queries: list[str], runs: int, baseline_ref: str | None) -> dict[str, Any]:
-    """First searches of freshly started processes: this checkout without its vector snapshot (the
-    store loads every vector through SQL, then writes one), then ``runs`` with it, alternating with
-    the baseline commit's code when one is given."""
+def _child(tree: Path, argv: list[str]) -> Any:
+    """Run this script in a new process importing the graphmem of ``tree``; its last line of JSON."""
     import subprocess
     import tempfile
 
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # cwd elsewhere, so that the tree on PYTHONPATH is the graphmem imported
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], env=env, check=True,
+                         capture_output=True, text=True, timeout=1800, cwd=tempfile.gettempdir())
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if not got["graphmem"].startswith(str(tree.resolve())):
+        raise SystemExit(f"the child imported {got['graphmem']}, not the tree {tree}")
+    return got
+
+
+def cold_start(db: Path, user: str, queries: list[str], runs: int, trees: dict[str, Path]) -> dict[str, Any]:
+    """First searches of freshly started processes: this checkout without its vector snapshot (the
+    store loads every vector through SQL, then writes one), then ``runs`` with it, alternating with
+    the baseline commit's code when there is one."""
+
     def child(tree: Path, qs: list[str]) -> dict[str, Any]:
-        env = {**os.environ, "PYTHONPATH": str(tree)}
-        argv = [sys.executable, str(Path(__file__).resolve()), "--cold-child", str(db.resolve()), user, json.dumps(qs)]
-        # cwd elsewhere, so that the tree on PYTHONPATH is the graphmem imported
-        out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True, timeout=600,
-                             cwd=tempfile.gettempdir())
-        got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-        if not got["graphmem"].startswith(str(tree.resolve())):
-            raise SystemExit(f"the child imported {got['graphmem']}, not the tree {tree}")
+        got: dict[str, Any] = _child(tree, ["--cold-child", str(db.resolve()), user, json.dumps(qs)])
         got["loadavg"] = round(os.getloadavg()[0], 2)
         return got
 
-    trees: dict[str, Path] = {"current": ROOT}
-    worktree: Path | None = None
-    if baseline_ref:
-        worktree = Path(tempfile.mkdtemp(prefix="graphmem-cold-base-")) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(worktree),
-                        baseline_ref], check=True)
-        trees["baseline"] = worktree
     out: dict[str, Any] = {"runs": runs, "queries": "two LoCoMo questions per process, not asked before in it"}
-    try:
-        snapshot = db.with_name(db.name + "-vectors")
-        snapshot.unlink(missing_ok=True)
-        out["current_no_snapshot"] = child(ROOT, queries[:2])
-        samples: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
-        for i in range(runs):
-            for name, tree in trees.items():
-                samples[name].append(child(tree, queries[2 + 2 * i : 4 + 2 * i]))
-        for name, rows in samples.items():
-            out[name] = {key: round(statistics.median(r[key] for r in rows), 2)
-                         for key in ("open_ms", "first_search_ms", "second_search_ms", "close_ms")}
-            out[name]["samples"] = rows
-        if "baseline" in samples:
-            out["baseline_ref"] = baseline_ref
-            out["ratio_first_search"] = round(out["current"]["first_search_ms"] / out["baseline"]["first_search_ms"], 2)
-    finally:
-        if worktree is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
+    db.with_name(db.name + "-vectors").unlink(missing_ok=True)
+    out["current_no_snapshot"] = child(trees["current"], queries[:2])
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for i in range(runs):
+        for name, tree in trees.items():
+            samples[name].append(child(tree, queries[2 + 2 * i : 4 + 2 * i]))
+    for name, rows in samples.items():
+        out[name] = {key: round(statistics.median(r[key] for r in rows), 2)
+                     for key in ("open_ms", "first_search_ms", "second_search_ms", "close_ms")}
+        out[name]["samples"] = rows
+    if "baseline" in samples:
+        out["ratio_first_search"] = round(out["current"]["first_search_ms"] / out["baseline"]["first_search_ms"], 2)
+    return out
+
+
+def warm_child(db: str, user: str, payload: dict[str, Any]) -> None:
+    """In a new process: warm up, then time each query in each mode (rotating), print JSON."""
+    import graphmem
+
+    embedder = FrozenEmbedder(HashingEmbedder(384))
+    embedder.freeze(payload["warmup"] + payload["queries"])
+    cfg = MemoryConfig.load({"home": str(Path(db).parent), "store": {"provider": "sqlite", "path": db},
+                             "embedder": {"provider": "hashing"}, "llm": {"provider": "none"}})
+    modes: list[str] = payload["modes"]
+    configs = {m: search_config(m) or SearchConfig() for m in modes}
+    lat: dict[str, list[float]] = {m: [] for m in modes}
+    with Memory(cfg, embedder=embedder) as mem:
+        for q in payload["warmup"]:
+            for m in modes:
+                mem.config.search = configs[m]
+                mem.search(q, user_id=user, top_k=10, explain=True)
+        for i, q in enumerate(payload["queries"]):
+            for m in modes[i % len(modes) :] + modes[: i % len(modes)]:
+                mem.config.search = configs[m]
+                t0 = time.perf_counter()
+                mem.search(q, user_id=user, top_k=10, explain=True)
+                lat[m].append((time.perf_counter() - t0) * 1000)
+    print(json.dumps({"lat": lat, "graphmem": graphmem.__file__, "embedder_misses": embedder.misses}))
+
+
+def same_run(db: Path, user: str, modes: list[str], sets: dict[str, tuple[list[str], list[str]]],
+             trees: dict[str, Path], block: int = 50) -> dict[str, Any]:
+    """Each query set timed with each tree's code, in new processes taking blocks of ``block``
+    queries in turn, so load from other work falls on both trees alike."""
+    out: dict[str, Any] = {"block": block, "how": "each tree in its own processes, alternating query blocks"}
+    for name, (queries, warmup) in sets.items():
+        lat: dict[str, dict[str, list[float]]] = {t: {m: [] for m in modes} for t in trees}
+        loads = []
+        for start in range(0, len(queries), block):
+            for tree_name, tree in trees.items():
+                payload = {"modes": modes, "warmup": warmup, "queries": queries[start : start + block]}
+                got = _child(tree, ["--warm-child", str(db.resolve()), user, json.dumps(payload)])
+                for m in modes:
+                    lat[tree_name][m] += got["lat"][m]
+                loads.append(os.getloadavg()[0])
+        row: dict[str, Any] = {"loadavg": [round(min(loads), 2), round(max(loads), 2)]}
+        for tree_name in trees:
+            row[tree_name] = {m: {"p50_ms": _pct(v, 50), "p95_ms": _pct(v, 95)} for m, v in lat[tree_name].items()}
+        if "baseline" in trees:
+            row["ratio_p50"] = {m: round(row["current"][m]["p50_ms"] / row["baseline"][m]["p50_ms"], 2) for m in modes}
+            row["ratio_p95"] = {m: round(row["current"][m]["p95_ms"] / row["baseline"][m]["p95_ms"], 2) for m in modes}
+        out[name] = row
     return out
 
 
@@ -812,6 +855,9 @@ def cold_start(db: Path, user: str, queries: list[str], runs: int, baseline_ref:
 def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--cold-child":
         cold_child(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+        return 0
+    if len(sys.argv) == 5 and sys.argv[1] == "--warm-child":
+        warm_child(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
         return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", default="sqlite,neo4j", help="comma-separated: sqlite, neo4j")
@@ -832,7 +878,9 @@ def main() -> int:
     p.add_argument("--query-sets", default="natural,common",
                    help="natural (LoCoMo questions) and/or common (3-5 of the tenant's 40 most frequent words)")
     p.add_argument("--cold", type=int, default=3, help="SQLite cold-start processes per tree (0: none)")
-    p.add_argument("--baseline-ref", default=None, help="a commit whose cold start is measured in the same run")
+    p.add_argument("--baseline-ref", default=None,
+                   help="SQLite: a commit whose code is timed in the same run (cold starts, and every query set "
+                        "in alternating processes), from a temporary worktree")
     p.add_argument("--out", default="bench/results/search_latency.json")
     args = p.parse_args()
     query_sets = [q.strip() for q in args.query_sets.split(",") if q.strip()]
@@ -856,6 +904,28 @@ def main() -> int:
     embedder.freeze(texts)
     embed_queries_ms = (time.perf_counter() - t0) * 1000 / len(texts)
 
+    trees: dict[str, Path] = {"current": ROOT}
+    if args.baseline_ref:
+        import subprocess
+        import tempfile
+
+        trees["baseline"] = Path(tempfile.mkdtemp(prefix="graphmem-search-base-")) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(trees["baseline"]),
+                        args.baseline_ref], check=True)
+    try:
+        return _run(args, backends, sizes, modes, query_sets, queries, warmup, cold_queries, embedder,
+                    embed_queries_ms, trees)
+    finally:
+        if "baseline" in trees:
+            import subprocess
+
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees["baseline"])],
+                           check=False)
+
+
+def _run(args: argparse.Namespace, backends: list[str], sizes: list[int], modes: list[str], query_sets: list[str],
+         queries: list[str], warmup: list[str], cold_queries: list[str], embedder: FrozenEmbedder,
+         embed_queries_ms: float, trees: dict[str, Path]) -> int:
     loaded = 0  # Neo4j holds one size at a time: measure the loaded one first, then rebuild for the next
     if "neo4j" in backends:
         check = Memory({"store": neo4j_config(), "llm": {"provider": "none"}}, embedder=embedder)
@@ -893,23 +963,30 @@ def main() -> int:
                       file=sys.stderr)
                 user = f"{TENANT_PREFIX}{fp}-main"
                 result: dict[str, Any] = {}
+                sets: dict[str, tuple[list[str], list[str]]] = {}
                 if "natural" in query_sets:
                     result = measure(mem, backend, user, modes, queries, warmup, args.top_k)
+                    sets["natural"] = (queries, warmup[:30])
                 if "common" in query_sets:
                     tenant = [r.memory for r in mem.store.list_memories(Scope(user_id=user), None, size)]
                     common = common_queries(tenant, len(queries) + 30)
                     embedder.freeze(common)
                     result["common"] = {"query_source": "3-5 of the 40 words in the most memories of the tenant",
                                         **measure(mem, backend, user, modes, common[30:], common[:30], args.top_k)}
+                    sets["common"] = (common[30:], common[:30])
                     if "modes" not in result:
                         result["modes"] = result["common"]["modes"]
                 index = vector_index(mem)
                 db = getattr(mem.store, "path", None)
             finally:
                 mem.close()  # SQLite: writes the vector snapshot the cold starts below read
-            if backend == "sqlite" and args.cold and isinstance(db, Path):
-                print(f"[{backend} {size}] cold starts…", file=sys.stderr)
-                result["cold_start"] = cold_start(db, user, cold_queries, args.cold, args.baseline_ref)
+            if backend == "sqlite" and isinstance(db, Path):
+                if "baseline" in trees:
+                    print(f"[{backend} {size}] this tree and {args.baseline_ref}, alternating…", file=sys.stderr)
+                    result["same_run"] = {"baseline_ref": args.baseline_ref, **same_run(db, user, modes, sets, trees)}
+                if args.cold:
+                    print(f"[{backend} {size}] cold starts…", file=sys.stderr)
+                    result["cold_start"] = cold_start(db, user, cold_queries, args.cold, trees)
             runs.append({"backend": backend, "size": size, "tenant_sizes": split, "build": meta, **index, **result})
     runs.sort(key=lambda r: (r["size"], backends.index(r["backend"])))
 
@@ -954,6 +1031,24 @@ def print_table(report: dict[str, Any]) -> None:
                       f"{s['p50_vs_vector']:>5.2f}x {s['p95_ms'] / s['p50_ms']:>7.2f} {s['round_trips']:>6.2f} "
                       f"{stmts:>6} {bolt:>5} {s['queries_with_graph_hits']:>10.0%} {qs['loadavg_before'][0]:>5}")
     for r in report["runs"]:
+        same = r.get("same_run")
+        if not same:
+            continue
+        print(f"\nsame run, {r['backend']} {r['size']}: this tree against {same['baseline_ref']} "
+              f"({same['how']}, blocks of {same['block']})")
+        print(f"{'queries':8} {'mode':9} {'before p50/p95 ms':>18} {'now p50/p95 ms':>16} {'ratio p50/p95':>14} "
+              f"{'load':>10}")
+        for name in ("natural", "common"):
+            if name not in same:
+                continue
+            row = same[name]
+            for mode in row["current"]:
+                b, c = row["baseline"][mode], row["current"][mode]
+                print(f"{name:8} {mode:9} {b['p50_ms']:>8.2f} /{b['p95_ms']:>7.2f} {c['p50_ms']:>7.2f} /"
+                      f"{c['p95_ms']:>7.2f} "
+                      f"{row['ratio_p50'][mode]:>6.2f} /{row['ratio_p95'][mode]:>5.2f} "
+                      f"{row['loadavg'][0]:>4}-{row['loadavg'][1]}")
+    for r in report["runs"]:
         cold = r.get("cold_start")
         if not cold:
             continue
@@ -964,7 +1059,7 @@ def print_table(report: dict[str, Any]) -> None:
                 print(f"  {name:20} open {c['open_ms']:>8.1f} ms  first search {c['first_search_ms']:>8.1f} ms  "
                       f"second {c['second_search_ms']:>7.1f} ms  close {c['close_ms']:>7.1f} ms")
         if "ratio_first_search" in cold:
-            print(f"  first search, current / baseline ({cold['baseline_ref']}): {cold['ratio_first_search']:.2f}x")
+            print(f"  first search, current / baseline: {cold['ratio_first_search']:.2f}x")
     print("\nbuilds:")
     for r in report["runs"]:
         b = r["build"]
