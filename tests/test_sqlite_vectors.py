@@ -218,3 +218,21 @@ def test_close_rewrites_the_snapshot_only_when_far_behind(tmp_path: Path) -> Non
     _check(store, rng)  # loads the snapshot, replays three rows
     store.close()  # three changes behind: not rewritten
     assert snapshot.stat().st_mtime_ns == first
+
+
+def test_close_writes_a_snapshot_of_a_big_store_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import graphmem.stores.sqlite_vectors as sv
+
+    monkeypatch.setattr(sv, "_SNAPSHOT_FROM", 50)
+    rng = np.random.default_rng(4)
+    for name, rows in (("small.db", 20), ("big.db", 60)):
+        store = _open(tmp_path / name)
+        _insert(store, rng, SCOPES[0], rows)
+        _check(store, rng)  # loads the vectors through SQL
+        store.close()
+    assert not (tmp_path / "small.db-vectors").exists()
+    assert (tmp_path / "big.db-vectors").exists()
+    again = _open(tmp_path / "big.db")
+    assert _loaded_from_snapshot(again, monkeypatch)
+    _check(again, rng)
+    again.close()

@@ -43,6 +43,9 @@ _SEP = "\x00"
 _RESAVE_AFTER = 2_000
 """Changes replayed on top of the snapshot before :meth:`VectorCache.save` writes a new one (each
 replayed change is one row read by id at the next cold start)."""
+_SNAPSHOT_FROM = 5_000
+"""Rows from which closing a store writes a snapshot of its own accord (``optimize`` always does):
+below, loading through SQL costs a few milliseconds, less than writing and syncing the file."""
 
 
 def _aligned(offset: int) -> int:
@@ -252,7 +255,9 @@ class VectorCache:
 
     def stale(self) -> bool:
         """Whether :meth:`save` would write: loaded, and the snapshot missing or far behind."""
-        return self.seq > 0 and (self.saved_seq < 0 or self.seq - self.saved_seq > _RESAVE_AFTER)
+        if self.seq == 0 or len(self) < _SNAPSHOT_FROM:
+            return False
+        return self.saved_seq < 0 or self.seq - self.saved_seq > _RESAVE_AFTER
 
     def save(self) -> str | None:
         """Write the snapshot of the loaded state and return its token, which the caller records in
