@@ -5,10 +5,11 @@ Why it does not say "database is locked": every write transaction starts with ``
 ``busy_timeout_ms`` for other writers, in this process or another. Each thread has its own
 connection; readers never block writers in WAL mode.
 
-Vectors live in the ``memories`` table as float32 blobs and in an in-memory matrix per process.
-Triggers append every vector change to ``vec_changes``; before a search the matrix replays the
-changes it has not seen, inside the search's read transaction, so it is exact and consistent even
-when other processes write to the same file.
+Vectors live in the ``memories`` table as float32 blobs and in memory per process, one contiguous
+matrix per tenant (:mod:`.sqlite_vectors`, which also keeps a snapshot file for a fast cold start).
+Triggers append every vector change to ``vec_changes``; before a search the matrices replay the
+changes they have not seen, inside the search's read transaction, so they are exact and consistent
+even when other processes write to the same file.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from .base import (
 )
 from .files import create_private_file, make_private_dirs
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
+from .sqlite_vectors import TOKEN_KEY, VectorCache
 from .text import fts5_phrase, fts5_query, query_terms
 
 log = logging.getLogger("graphmem")
@@ -209,144 +211,6 @@ def scope_match(scope: Scope) -> str:
     return " AND ".join(f'scope_terms : "{_scope_token(kinds[k], v)}"' for k, v in scope.items())
 
 
-class _VectorCache:
-    """This process's copy of the vectors, kept in step with the file through ``vec_changes``."""
-
-    def __init__(self, dims: int) -> None:
-        self.dims = dims
-        self.lock = threading.Lock()
-        self._clear()
-
-    def _clear(self) -> None:
-        dims = self.dims
-        self.seq = 0
-        self.matrix = np.zeros((0, dims), dtype=np.float32)
-        self.rowids = np.zeros(0, dtype=np.int64)
-        self.scope_codes = np.zeros((0, 3), dtype=np.int64)
-        self.ids: list[str | None] = []
-        self.slot_of: dict[int, int] = {}
-        self.slot_by_id: dict[str, int] = {}
-        self.free: list[int] = []
-        self.codes: list[dict[str, int]] = [{}, {}, {}]
-
-    def _code(self, field: int, value: str | None) -> int:
-        if value is None:
-            return -1
-        return self.codes[field].setdefault(value, len(self.codes[field]))
-
-    def _grow(self, need: int) -> None:
-        cap = len(self.rowids)
-        if need <= cap:
-            return
-        new_cap = max(need, cap * 2, 1024)
-        matrix = np.zeros((new_cap, self.dims), dtype=np.float32)
-        matrix[:cap] = self.matrix
-        rowids = np.full(new_cap, -1, dtype=np.int64)
-        rowids[:cap] = self.rowids
-        codes = np.full((new_cap, 3), -2, dtype=np.int64)
-        codes[:cap] = self.scope_codes
-        self.free.extend(range(new_cap - 1, cap - 1, -1))
-        self.ids.extend([None] * (new_cap - cap))
-        self.matrix, self.rowids, self.scope_codes = matrix, rowids, codes
-
-    def _remove(self, rowid: int) -> None:
-        slot = self.slot_of.pop(rowid, None)
-        if slot is not None:
-            self.slot_by_id.pop(self.ids[slot] or "", None)
-            self.rowids[slot] = -1
-            self.scope_codes[slot] = -2
-            self.ids[slot] = None
-            self.free.append(slot)
-
-    def _put(self, row: sqlite3.Row) -> None:
-        rowid = int(row["rowid"])
-        slot = self.slot_of.get(rowid)
-        if slot is None:
-            if not self.free:
-                self._grow(len(self.rowids) + 1)
-            slot = self.free.pop()
-            self.slot_of[rowid] = slot
-        self.matrix[slot] = np.frombuffer(row["embedding"], dtype=np.float32)
-        self.rowids[slot] = rowid
-        self.ids[slot] = row["id"]
-        self.slot_by_id[row["id"]] = slot
-        self.scope_codes[slot] = [
-            self._code(0, row["user_id"]), self._code(1, row["agent_id"]), self._code(2, row["run_id"])
-        ]
-
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        """Replay changes since the last refresh (call inside a read transaction)."""
-        top, low = conn.execute(  # two subqueries: each is an O(1) b-tree edge lookup
-            "SELECT (SELECT max(seq) FROM vec_changes), (SELECT min(seq) FROM vec_changes)").fetchone()
-        if top is None or top <= self.seq:
-            return
-        query = "SELECT rowid, id, user_id, agent_id, run_id, embedding FROM memories"
-        if self.seq == 0 or low > self.seq + 1:
-            self._clear()  # new, or behind the pruned log: start over
-            for row in conn.execute(query):
-                self._put(row)
-        else:
-            changed = [r[0] for r in conn.execute(
-                "SELECT DISTINCT mem_rowid FROM vec_changes WHERE seq > ?", (self.seq,))]
-            for i in range(0, len(changed), 500):
-                part = changed[i : i + 500]
-                found = set()
-                marks = ",".join("?" * len(part))
-                for row in conn.execute(f"{query} WHERE rowid IN ({marks})", part):
-                    self._put(row)
-                    found.add(int(row["rowid"]))
-                for rowid in set(part) - found:
-                    self._remove(rowid)
-        self.seq = top
-
-    def _scope_slots(self, scope: Scope) -> Any:
-        """Slots of the live rows in ``scope`` (an int array, maybe empty)."""
-        mask = self.rowids >= 0
-        for field, value in enumerate((scope.user_id, scope.agent_id, scope.run_id)):
-            if value is not None:
-                code = self.codes[field].get(value)
-                if code is None:
-                    return np.zeros(0, dtype=np.int64)
-                mask &= self.scope_codes[:, field] == code
-        return np.flatnonzero(mask)
-
-    def nearest(self, scope: Scope, rows: Vector) -> list[tuple[str, float] | None]:
-        """The best row in ``scope`` for each query row, with one matrix product for all of them."""
-        slots = self._scope_slots(scope)
-        if len(slots) == 0:
-            return [None] * len(rows)
-        scores = self.matrix[slots] @ np.asarray(rows, dtype=np.float32).T  # (slots, queries)
-        best = scores.argmax(axis=0)
-        return [(str(self.ids[int(slots[b])]), float(scores[b, q])) for q, b in enumerate(best)]
-
-    def similarity(self, ids: Sequence[str], query: Vector) -> dict[str, float]:
-        """Cosine of the given memories (those still cached) with ``query``."""
-        found = [(i, self.slot_by_id[i]) for i in ids if i in self.slot_by_id]
-        if not found:
-            return {}
-        scores = self.matrix[[slot for _, slot in found]] @ query
-        return {i: float(s) for (i, _), s in zip(found, scores, strict=True)}
-
-    def search(self, scope: Scope, query: Vector, k: int, rowids: set[int] | None) -> list[tuple[str, float]]:
-        """Exact cosine top-k within ``scope`` (and among ``rowids`` when a filter chose them)."""
-        if not self.slot_of:
-            return []
-        if rowids is not None:
-            slots = np.fromiter((self.slot_of[r] for r in rowids if r in self.slot_of), dtype=np.int64)
-            scores = self.matrix[slots] @ query
-        else:
-            slots = self._scope_slots(scope)
-            # a gather copies the rows; when the scope is most of the matrix, scoring all is cheaper
-            scores = (self.matrix @ query)[slots] if 4 * len(slots) > len(self.rowids) else self.matrix[slots] @ query
-        if len(slots) == 0:
-            return []
-        take = min(k, len(slots))
-        top = np.argpartition(-scores, take - 1)[:take] if take < len(slots) else np.arange(len(slots))
-        hits = [(str(self.ids[int(slots[i])]), float(scores[i])) for i in top]
-        hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits
-
-
 class SQLiteStore(Store):
     def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
         self.path = Path(path)
@@ -354,7 +218,7 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        self._vec: _VectorCache | None = None
+        self._vec: VectorCache | None = None
         self._entity_vectors = graph.EntityVectors()
         self._closed = False
 
@@ -455,7 +319,7 @@ class SQLiteStore(Store):
                 conn.execute("ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")
                 conn.execute("ALTER TABLE memories ADD COLUMN last_accessed_at TEXT")
             self._identity_indexes(conn)
-        self._vec = _VectorCache(dims)
+        self._vec = self._vector_cache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
 
     def recorded_embedder(self) -> tuple[str, int] | None:
@@ -490,8 +354,10 @@ class SQLiteStore(Store):
     def reembed_finish(self, embedder: str, dims: int) -> int:
         with self._write() as conn:
             missing = reembed.finish(conn, embedder, dims)
+            if not missing:  # the vector snapshot holds the old vectors
+                conn.execute("DELETE FROM meta WHERE key = ?", (TOKEN_KEY,))
         if not missing:  # this process's caches hold the old vectors (and maybe another size)
-            self._vec = _VectorCache(dims)
+            self._vec = self._vector_cache(dims)
             self._entity_vectors = graph.EntityVectors()
         return missing
 
@@ -510,7 +376,32 @@ class SQLiteStore(Store):
         for statement in _IDENTITY.values():
             conn.execute(statement)
 
+    def _vector_cache(self, dims: int) -> VectorCache:
+        return VectorCache(dims, self.path.with_name(self.path.name + "-vectors"))
+
+    def save_vectors(self, force: bool = False) -> bool:
+        """Write the vector snapshot (see :mod:`.sqlite_vectors`) when the loaded vectors are far
+        ahead of it, or ``force``: loading them first, then. Whether one was written."""
+        vec = self._vec
+        if vec is None or self._closed:
+            return False
+        with vec.lock:
+            if force:
+                with self._read() as conn:
+                    vec.refresh(conn)
+            if not (force or vec.stale()):
+                return False
+            token = vec.save()
+        if token is None:
+            return False
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (TOKEN_KEY, token))
+        return True
+
     def close(self) -> None:
+        if not self._closed:  # a cache, so a failure to write it never fails close
+            with contextlib.suppress(StoreError):
+                self.save_vectors()
         self._closed = True
         with self._conns_lock:
             for conn in self._conns:
@@ -679,7 +570,9 @@ class SQLiteStore(Store):
         with self._guard(contextlib.nullcontext(self._conn())) as conn:
             conn.execute("PRAGMA optimize")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return {"backend": "sqlite", "fulltext_merged": tables, "seconds": round(time.perf_counter() - started, 3)}
+        snapshot = self.save_vectors(force=True)
+        return {"backend": "sqlite", "fulltext_merged": tables, "vectors_snapshot": snapshot,
+                "seconds": round(time.perf_counter() - started, 3)}
 
     # -- graph reads ------------------------------------------------------------------------------
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
@@ -731,14 +624,16 @@ class SQLiteStore(Store):
                     f"AND {where} AND {fsql}", [*part, *params, *fparams]
                 ):
                     out.add_row(row["id"], row, _record)
-            similarity = {} if vector is None else self._similarity(conn, list(out), vector)
+            similarity = {} if vector is None else self._similarity(conn, scope, list(out), vector)
         return out, similarity
 
-    def _similarity(self, conn: sqlite3.Connection, ids: Sequence[str], vector: Vector) -> dict[str, float]:
+    def _similarity(
+        self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[str], vector: Vector
+    ) -> dict[str, float]:
         assert self._vec is not None
         with self._vec.lock:
             self._vec.refresh(conn)
-            return self._vec.similarity(ids, np.asarray(vector, dtype=np.float32))
+            return self._vec.similarity(scope, ids, np.asarray(vector, dtype=np.float32))
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -911,7 +806,7 @@ class SQLiteStore(Store):
         only the common words scores low anyway: their inverse document frequency is small), the
         scope applied to the ranked rows; fewer than ``k`` hits may come back, the vector candidates
         fill the list. When every term is common, or the rare ones match nothing in scope, the
-        scope's newest ``_RANKED`` matching rows are ranked.
+        scope's newest ``_RANKED`` matching rows are ranked (:meth:`_ranked_in_index`).
         """
         where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)
@@ -945,9 +840,32 @@ class SQLiteStore(Store):
                 return hits
         # every term common, or the rare ones match nothing in scope: rank the scope's newest matches
         match = f"memory : ({fts5_query(present)})"
+        scoped = f"{in_scope}({fts5_query(present)})"
         edge = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC "
-                            "LIMIT 1 OFFSET ?", [f"{in_scope}({fts5_query(present)})", _RANKED]).fetchone()
-        return ranked(match, 0 if edge is None else int(edge[0]))
+                            "LIMIT 1 OFFSET ?", [scoped, _RANKED]).fetchone()
+        after = 0 if edge is None else int(edge[0])
+        return ranked(match, after) if flt is not None else SQLiteStore._ranked_in_index(conn, scoped, after, k)
+
+    @staticmethod
+    def _ranked_in_index(conn: sqlite3.Connection, match: str, after: int, k: int) -> list[tuple[str, float]]:
+        """The top-k by BM25 of ``match`` (the scope's token in it) among rows above ``after``.
+
+        Why the token in the match here: the rows above ``after`` include other tenants' (a common
+        word matches thousands of them), and ranking each, then joining it to ``memories`` to test
+        its scope, grew with them. With the token, only the scope's (at most :data:`_RANKED`) rows
+        are ranked, and the scores are the same: its column weighs 0 in BM25. Only the best (every
+        tie of the k-th included) are joined for their ids.
+        """
+        scored = conn.execute(f"SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ? "
+                              f"AND rank MATCH {_BM25} AND rowid > ?", [match, after]).fetchall()
+        if not scored:
+            return []
+        scored.sort(key=lambda h: -h[1])
+        cut = scored[min(k, len(scored)) - 1][1]
+        best = [(int(r), float(sc)) for r, sc in scored if sc >= cut]
+        ids = dict(conn.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({','.join('?' * len(best))})",
+                                [r for r, _ in best]).fetchall())
+        return sorted(((ids[r], sc) for r, sc in best if r in ids), key=lambda h: (-h[1], h[0]))[:k]
 
     def candidates(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
@@ -977,5 +895,5 @@ class SQLiteStore(Store):
         if vector is not None:
             out.similarity = dict(out.vector)
             missing = [i for i in out.records if i not in out.similarity]
-            out.similarity.update(self._similarity(conn, missing, vector) if missing else {})
+            out.similarity.update(self._similarity(conn, scope, missing, vector) if missing else {})
         return out
