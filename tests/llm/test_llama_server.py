@@ -201,8 +201,8 @@ def test_the_window_is_learnt_when_not_configured(tmp_path: Path, proxy: Recordi
         if learnt is None:
             pytest.skip(f"the model stopped before the window ({calls[0].response.get('usage')})")
         assert learnt == n_ctx, f"learnt a window of {learnt}, the server's is {n_ctx}"
-        # a long chunk again, so the answer's room (and the model's time to loop through it) stays small
-        again = [{**msg, "content": msg["content"].replace("Day", "Week")} for msg in long]
+        # a chunk still long enough to leave the answer little room (a short wait), but over 256 tokens
+        again = [{**msg, "content": msg["content"].replace("Day", "Week")} for msg in long[: len(long) * 3 // 4]]
         _out, _error, calls = attempt(m, proxy, "window learnt, next add", f"learnt {learnt}", again, uid)
         assert calls and not fits(calls, n_ctx)
 
