@@ -250,21 +250,56 @@ def defer_indexes(cfg: dict[str, Any]) -> list[str]:
 
 
 def store_size() -> dict[str, Any]:
-    """Bytes of the benchmark server's database files (``$GRAPHMEM_NEO4J_HOME/data``, when set): the
-    store files the page cache holds, and the Lucene index files (read through the OS cache)."""
+    """Bytes of the benchmark server's database (``$GRAPHMEM_NEO4J_HOME/data``, when set): the store
+    files the page cache holds, the Lucene index files (read through the OS cache), and the
+    transaction log (Community has no ``db.checkpoint()``: pages written since the last checkpoint,
+    every 15 minutes, are in the log and the page cache, not yet in the store files)."""
     home = os.environ.get("GRAPHMEM_NEO4J_HOME")
     if not home or not (Path(home) / "data").is_dir():
         return {}
-    data = Path(home) / "data" / "databases" / "neo4j"
+    data = Path(home) / "data"
 
     def du(path: Path) -> int:
+        if not path.is_dir():
+            return 0
         out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=False).stdout
         return int(out.split()[0]) if out.strip() else 0
 
-    total = du(data)
-    schema = du(data / "schema") if (data / "schema").is_dir() else 0
-    return {"database_bytes": total, "index_bytes": schema, "store_files_bytes": total - schema,
-            "path": str(data)}
+    db = data / "databases" / "neo4j"
+    total, schema = du(db), du(db / "schema")
+    return {"store_files_bytes": total - schema, "index_bytes": schema,
+            "transaction_log_bytes": du(data / "transactions" / "neo4j"), "path": str(data)}
+
+
+def server_pid() -> int | None:
+    """The benchmark server's pid (``neo4j.sh`` writes it to ``$GRAPHMEM_NEO4J_HOME/neo4j.pid``)."""
+    home = os.environ.get("GRAPHMEM_NEO4J_HOME")
+    try:
+        return int((Path(home) / "neo4j.pid").read_text().strip()) if home else None
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_seconds(pid: int | None) -> dict[str, float]:
+    """CPU seconds used so far by this process and by ``pid`` (the server), user + system.
+
+    Why: on a shared machine the wall-clock rate of a load says how busy the machine was; the CPU
+    both sides spent per memory says what the load costs."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"client": me.ru_utime + me.ru_stime}
+    if pid is not None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out["server"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: round(after[k] - before[k], 1) for k in before if k in after}
 
 
 def server_memory(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -481,16 +481,19 @@ def open_store(backend: str, size: int, fp: str, sizes: list[int], plans: Callab
     t0 = time.perf_counter()
     tenants = plans()
     plan_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), scale_data.cpu_seconds(server := scale_data.server_pid())
     parts = build(store, tenants, embedder, args.batch)
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, scale_data.cpu_used(cpu0, scale_data.cpu_seconds(server))
     if store.count(None) != size:
         raise SystemExit(f"built {store.count(None)} memories, expected {size}")
     print(f"[{backend} {size}] optimizing the indexes…", file=sys.stderr)
+    cpu0 = scale_data.cpu_seconds(server)
     optimized = mem.optimize()
+    cpu_optimize = scale_data.cpu_used(cpu0, scale_data.cpu_seconds(server))
     meta = {"reused": False, "build_s": round(total, 1), "plan_s": round(plan_s, 1), **parts, "optimize": optimized,
             "memories_per_s": round(size / total), "with_optimize_memories_per_s": round(
                 size / (total + optimized.get("seconds", 0.0))),
+            "cpu_s": cpu, "optimize_cpu_s": cpu_optimize,
             **({"neo4j": {**scale_data.store_size(), **scale_data.server_memory(neo4j_config())},
                 "indexes_during_load": "dropped (built by optimize)"} if backend == "neo4j" else {}),
             "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
