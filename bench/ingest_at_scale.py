@@ -8,7 +8,8 @@ already holds a million writes with every index online; this measures that, on w
 benchmark left in the server (``make bench-search``'s, port 7688), through the same Store API calls
 (``insert`` of memories with their ADD events, ``write`` of entities, mentions and facts), timed per
 call kind with the CPU seconds of this process and of the server. The ``--n`` memories are real
-(the first ones of the data, rule-extracted), in a scratch tenant deleted afterwards.
+(the first ones of the data, rule-extracted), in a scratch tenant deleted afterwards. Run it when
+``optimize`` is not running: opening a store waits for every index to be online.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ faults of the statement (Community has no page cache metrics; PROFILE reports th
 Captures the statement and parameters of each search (a patch of the driver's ``Session.run``),
 then runs ``PROFILE`` of it and prints operators summed over the queries, and the time of the plain
 statement against its PROFILE-free rerun. Uses the tenant ``bench/search_latency.py`` loaded last
-(the largest ``-main`` tenant) unless ``--user`` is given.
+(the largest ``-main`` tenant) unless ``--user`` is given. Run it when ``optimize`` is not running:
+opening a store creates missing indexes and waits for all of them to be online.
 """
 
 from __future__ import annotations
