@@ -81,6 +81,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import scale_data
 from retrieval import search_config
 
 from graphmem import Memory, MemoryConfig
@@ -498,19 +499,27 @@ def open_store(backend: str, size: int, fp: str, sizes: list[int], plans: Callab
     if backend == "neo4j":
         neo4j_foreign(store, args.wipe_neo4j)
         store.reset()  # one size at a time: the database holds exactly the memories measured
+        scale_data.defer_indexes(neo4j_config())  # built once by optimize() below
     meta_file.unlink(missing_ok=True)
     print(f"[{backend} {size}] building the store…", file=sys.stderr)
     t0 = time.perf_counter()
     tenants = plans()
     plan_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), scale_data.cpu_seconds(server := scale_data.server_pid())
     parts = build(store, tenants, embedder, args.batch)
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, scale_data.cpu_used(cpu0, scale_data.cpu_seconds(server))
     if store.count(None) != size:
         raise SystemExit(f"built {store.count(None)} memories, expected {size}")
     print(f"[{backend} {size}] optimizing the indexes…", file=sys.stderr)
+    cpu0 = scale_data.cpu_seconds(server)
     optimized = mem.optimize()
+    cpu_optimize = scale_data.cpu_used(cpu0, scale_data.cpu_seconds(server))
     meta = {"reused": False, "build_s": round(total, 1), "plan_s": round(plan_s, 1), **parts, "optimize": optimized,
+            "memories_per_s": round(size / total), "with_optimize_memories_per_s": round(
+                size / (total + optimized.get("seconds", 0.0))),
+            "cpu_s": cpu, "optimize_cpu_s": cpu_optimize,
+            **({"neo4j": {**scale_data.store_size(), **scale_data.server_memory(neo4j_config())},
+                "indexes_during_load": "dropped (built by optimize)"} if backend == "neo4j" else {}),
             "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "stats": graph_stats(tenants, queries)}
     if backend == "sqlite":  # close (checkpoint the WAL) before marking the file complete
@@ -726,7 +735,8 @@ def fingerprint(args: argparse.Namespace, size: int, backend: str) -> str:
 
     schema = getattr(importlib.import_module(f"graphmem.stores.{backend}"), "SCHEMA_VERSION", None)
     files = [(p.name, p.stat().st_size) for p in sorted(Path(args.data).glob("*.json.gz"))]
-    key = json.dumps([BUILD_VERSION, size, args.main_share, args.tenants, args.links, files, backend, str(schema)])
+    key = json.dumps([BUILD_VERSION, size, args.main_share, args.tenants, args.links, files, backend, str(schema),
+                      *scale_data.recipe(size, args.synthetic)])
     return hashlib.blake2b(key.encode(), digest_size=5).hexdigest()
 
 
@@ -874,6 +884,8 @@ def main() -> int:
     p.add_argument("--wipe-neo4j", action="store_true", help="allow emptying a Neo4j database with other data")
     p.add_argument("--optimize", action="store_true",
                    help="run Memory.optimize() on a reused store too (a built one always gets it)")
+    p.add_argument("--synthetic", action="store_true",
+                   help=f"sizes above {scale_data.REAL_BASE} extend the real data with variants (bench/scale_data.py)")
     p.add_argument("--data", default=str(DATA), help="benchmark data folder (format: shared/data/README.md)")
     p.add_argument("--query-sets", default="natural,common",
                    help="natural (LoCoMo questions) and/or common (3-5 of the tenant's 40 most frequent words)")
@@ -945,7 +957,11 @@ def _run(args: argparse.Namespace, backends: list[str], sizes: list[int], modes:
                 planner = Planner(load_docs(Path(args.data)), Ontology.load(onto_cfg.ontology, onto_cfg.shapes),
                                   args.links)
             before = planner.extract_s
-            out = planner.plan(tenant_sizes(size, args.main_share, args.tenants), fp)
+            synthetic = bool(scale_data.recipe(size, args.synthetic))
+            real = min(size, scale_data.REAL_BASE) if synthetic else size
+            out = planner.plan(tenant_sizes(real, args.main_share, args.tenants), fp)
+            if synthetic:
+                out = scale_data.extend(out, tenant_sizes(size, args.main_share, args.tenants))  # type: ignore[arg-type]
             print(f"    rule extraction {planner.extract_s - before:.1f}s", file=sys.stderr)
             return out
 
@@ -1067,7 +1083,9 @@ def print_table(report: dict[str, Any]) -> None:
         deg = st.get("main_fact_degree", {})
         how = "cached, built" if b["reused"] else "built"
         opt = f"optimize {b['optimize']['seconds']}s" if "optimize" in b else "optimize not run"
-        print(f"  {r['backend']:8} {r['size']:>7}: {how} in {b['build_s']}s (+{b.get('plan_s', '?')}s extraction); "
+        print(f"  {r['backend']:8} {r['size']:>7}: {how} in {b['build_s']}s (+{b.get('plan_s', '?')}s extraction), "
+              f"{b.get('memories_per_s', '?')} memories/s "
+              f"({b.get('with_optimize_memories_per_s', '?')}/s with optimize); "
               f"tenants {r['tenant_sizes']}; "
               f"main: {deg.get('entities', '?')} entities, {st.get('main_facts_per_memory', '?')} facts/memory, "
               f"fact degree p50 {deg.get('p50', '?')} p99 {deg.get('p99', '?')} max {deg.get('max', '?')}; "
