@@ -22,7 +22,8 @@ from graphmem.extraction import (
     Rejection,
 )
 from graphmem.extraction.llm import LLMExtractor
-from graphmem.extraction.llm.answers import merge, split_in_two, strict_json_schema
+from graphmem.extraction.llm.answers import EXTRACTION, bounded, merge, split_in_two, strict_json_schema
+from graphmem.extraction.llm.server import ServerProfile
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
 from graphmem.testing.standin import last_user_message
@@ -141,7 +142,7 @@ def test_good_answer_parses_and_request_carries_context(server: StandinServer, c
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["strict"] is True and fmt["json_schema"]["name"] == "graphmem_extraction"
-    assert fmt["json_schema"]["schema"] == strict_json_schema(Extraction)
+    assert fmt["json_schema"]["schema"] == bounded(strict_json_schema(Extraction), CHUNK)
     assert ex.stats.calls == 1 and ex.stats.output_retries == 0
 
 
@@ -429,3 +430,16 @@ def test_merge_reindexes_memory_fields() -> None:
         part.triples[0].model_copy(update={"target": "Hangzhou"})]})])
     assert len(merged.memories) == 4 and len(merged.entities) == 3
     assert [(t.target, t.memory) for t in merged.triples] == [("Shanghai", 0), ("Acme Corp", 1), ("Hangzhou", 2)]
+
+
+def test_lists_are_capped_by_the_chunk_except_on_the_official_api() -> None:
+    """A looping small model under llama.cpp's grammar repeats one item until its output limit: the
+    schema's maxItems makes the grammar close the list instead (api.openai.com gets the strict subset)."""
+    one, three = bounded(strict_json_schema(Extraction), "Maya: hi"), bounded(strict_json_schema(Extraction), "a\nb\nc")
+    assert one["properties"]["memories"]["maxItems"] == 4 and three["properties"]["memories"]["maxItems"] == 8
+    assert three["properties"]["triples"]["maxItems"] == 16
+    assert three["properties"]["entities"]["items"]["properties"]["aliases"]["maxItems"] == 4
+    assert "maxItems" not in json.dumps(strict_json_schema(Extraction))
+    official = ServerProfile(LLMConfig(model="gpt-4o-mini"), "https://api.openai.com/v1", "openai")
+    assert official.params(EXTRACTION, "json_schema", "a\nb")["response_format"]["json_schema"]["schema"] == \
+        strict_json_schema(Extraction)

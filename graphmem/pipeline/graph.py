@@ -160,7 +160,8 @@ class PlanRequest:
     (the graph search walks memory -> entity -> memory, so a name two memories share links them);
     only a class the ontology knows is kept, nothing validates a mention-only entity's class.
     ``aliases``: other names of an entity, keyed by the normalized name used in the triples.
-    ``default_time``: a fact's ``valid_from`` when it gives none (else ``now``). ``replacing``: a
+    ``default_time``: a fact's ``valid_from`` when it gives none (else ``now``); ``times``, when given,
+    one such default per triple (``add_many`` plans items of several times at once). ``replacing``: a
     memory being re-linked after an update; facts only it supports are about to go, so they are
     neither context for the guard nor conflicts to close.
     """
@@ -170,6 +171,7 @@ class PlanRequest:
     supports: Sequence[Sequence[str]]
     now: datetime
     default_time: datetime | None = None
+    times: Sequence[datetime | None] = ()
     mentions: Sequence[Mention] = ()
     aliases: dict[str, list[str]] = field(default_factory=dict)
     replacing: str | None = None
@@ -328,10 +330,10 @@ class GraphPlanner:
                 declared.setdefault(norm_name(name), cls)
         resolver = _Resolver(self, req.scope, req.now, names, declared, req.aliases)
         items: list[_Item] = []
-        for t, kind, support in zip(req.triples, kinds, req.supports, strict=True):
+        times = req.times or [req.default_time] * len(req.triples)
+        for t, kind, support, default in zip(req.triples, kinds, req.supports, times, strict=True):
             rel = onto.relation_info(t.relation)
-            when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (
-                req.default_time or req.now)
+            when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default or req.now)
             domain = rel.domain if rel and len(rel.domain) == 1 else ()
             src = resolver.entity(t.source, t.source_type, domain)
             if kind == "datatype" and rel is not None:

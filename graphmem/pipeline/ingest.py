@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -65,6 +65,8 @@ class Draft:
     event: EventType = EventType.ADD
     hash: str = ""
     """When a duplicate (event NONE) of a stored memory by exact text: that text's hash."""
+    item: int = 0
+    """The request of an ``add_many`` that said it (its metadata, expiry and result)."""
 
 
 @dataclass
@@ -73,6 +75,8 @@ class Fact:
     drafts: list[int]
     """Indexes of the drafts that state it (its provenance)."""
     chunk: int | None = None
+    time: datetime | None = None
+    """Its ``valid_from`` when it gives none: the time of the request that said it."""
 
 
 @dataclass
@@ -138,46 +142,74 @@ class Ingestor:
         """``add`` as steps: extraction waits on the extractor and the store, planning is CPU work
         (:class:`~.steps.Work`), and the plan's write is one store call, so an async run commits
         natively and a cancelled one stops before or after that single write, never inside."""
-        max_chars = self.config.limits.max_memory_chars
-        infer = req.infer
+        return (yield from self.add_many_steps([req], now, itemized=False))[0]
+
+    def add_many_steps(self, reqs: Sequence[AddRequest], now: datetime, *,
+                       itemized: bool = True) -> Steps[list[dict[str, Any]]]:
+        """Several ``add`` requests: all validated before anything is extracted or written, every
+        text embedded in one batch, and consecutive requests of one scope written together, one
+        transaction per group of up to :data:`GROUP_MEMORIES` memories (identity and conflicts are
+        decided inside each, as for one ``add``). Returns each request's ``add`` result.
+
+        ``itemized``: errors name the request (``items[3]: ...``)."""
         texts = []
-        for i, m in enumerate(req.messages):
-            if m.role == "system":
-                continue
-            # extracted input is chunked, so only verbatim memories are bound by the memory size limit
-            limit = None if infer else max_chars
-            texts.append((m, clean_text(m.content, what=f"messages[{i}].content", max_chars=limit)))
-        if not texts:
-            raise InvalidInputError("messages hold only system messages; there is nothing to remember")
-        extracted = (yield from self._extract(req, texts, now)) if infer else None
-        if extracted is not None:
-            drafts = extracted.drafts
-        else:
-            drafts = [Draft(text, m.role, m.name, req.memory_type or MemoryType.SEMANTIC, req.event_time)
-                      for m, text in texts]
-        facts = [Fact(t, list(range(len(drafts)))) for t in req.triples]
-        if extracted is not None:
-            facts += extracted.facts
-        unique_texts = list(dict.fromkeys(d.text for d in drafts))
+        for n, req in enumerate(reqs):
+            try:
+                texts.append(self._texts(req))
+            except InvalidInputError as exc:
+                raise (InvalidInputError(f"items[{n}]: {exc}") if itemized else exc) from None
+        extracted: list[_Extracted | None] = []
+        for req, given in zip(reqs, texts, strict=True):
+            extracted.append((yield from self._extract(req, given, now)) if req.infer else None)
+        drafts: list[list[Draft]] = []
+        for n, (req, given, ex) in enumerate(zip(reqs, texts, extracted, strict=True)):
+            mine = ex.drafts if ex is not None else [
+                Draft(text, m.role, m.name, req.memory_type or MemoryType.SEMANTIC, req.event_time)
+                for m, text in given]
+            for d in mine:
+                d.item = n
+            drafts.append(mine)
+        unique_texts = list(dict.fromkeys(d.text for mine in drafts for d in mine))
         embedded: dict[str, Any] = dict(zip(unique_texts, (yield Embed(unique_texts)), strict=True)) \
             if unique_texts else {}
+        outs: list[dict[str, Any]] = []
+        for group in _groups(reqs, drafts):
+            batch = _Batch.of(reqs, group, drafts, extracted)
+            plan = yield from self._write(batch, now, embedded)
+            outs += batch.results(plan)
+        return outs
+
+    def _texts(self, req: AddRequest) -> list[tuple[Message, str]]:
+        # extracted input is chunked, so only verbatim memories are bound by the memory size limit
+        limit = None if req.infer else self.config.limits.max_memory_chars
+        texts = [(m, clean_text(m.content, what=f"messages[{i}].content", max_chars=limit))
+                 for i, m in enumerate(req.messages) if m.role != "system"]
+        if not texts:
+            raise InvalidInputError("messages hold only system messages; there is nothing to remember")
+        return texts
+
+    def _write(self, batch: _Batch, now: datetime, embedded: dict[str, Any]) -> Steps[GraphPlan]:
+        """Plan one group from the store's current state and write it in one transaction; the store
+        refuses (ConflictError) when a concurrent writer changed what the plan read, and the whole
+        plan is made again. ``embedded``: text -> vector, so nothing is embedded twice."""
+        scope, drafts, facts, ex = batch.scope, batch.drafts, batch.facts, batch.extracted
         repairs: dict[Any, list[ExtractedTriple]] = {}
 
         def prepare() -> tuple[GraphPlan, GraphWrite]:
             """Plan from the store's current state (its reads are optimistic: the write checks them)."""
             for d in drafts:
                 d.id, d.event, d.hash = None, EventType.ADD, ""
-            vectors = self._deduplicate(req.scope, drafts, near=infer, embedded=embedded)
-            plan = self._plan(req, drafts, facts, now, extracted)
-            if extracted is not None and plan.rejected and self.config.llm.repair:
-                plan = self._repair(req, drafts, facts, plan, extracted, now, repairs)
+            vectors = self._deduplicate(scope, drafts, near=batch.infer, embedded=embedded)
+            plan = self._plan(scope, drafts, facts, now, ex)
+            if ex is not None and plan.rejected and self.config.llm.repair:
+                plan = self._repair(scope, drafts, facts, plan, ex, now, repairs)
             change = plan.change
             fresh = [(d, v) for d, v in zip(drafts, vectors, strict=True)
                      if d.event is EventType.ADD and v is not None]
-            change.memories = [NewMemory(self._record(req, d, now), v) for d, v in fresh]
+            change.memories = [NewMemory(self._record(batch.reqs[d.item], d, now), v) for d, v in fresh]
             change.events[:0] = [
-                HistoryEvent(memory_id=d.id or "", event=EventType.ADD, new_memory=d.text, user_id=req.scope.user_id,
-                             agent_id=req.scope.agent_id, run_id=req.scope.run_id, actor_id=d.actor_id, role=d.role,
+                HistoryEvent(memory_id=d.id or "", event=EventType.ADD, new_memory=d.text, user_id=scope.user_id,
+                             agent_id=scope.agent_id, run_id=scope.run_id, actor_id=d.actor_id, role=d.role,
                              created_at=now)
                 for d, _ in fresh
             ]
@@ -188,25 +220,13 @@ class Ingestor:
             return plan, change
 
         def attempt() -> Steps[GraphPlan]:
-            """Plan, then write; the store refuses (ConflictError) when a concurrent writer changed
-            what the plan read, and the whole plan is made again."""
             planned: tuple[GraphPlan, GraphWrite] = yield Work(prepare)
             plan, change = planned
             if change.memories or change.events or change.relations or change.quarantine:
-                yield Call("write", (req.scope, change))
+                yield Call("write", (scope, change))
             return plan
 
-        plan = yield from replan(self.config.store.conflict_retries, attempt, key=(id(self.store), *req.scope.items()))
-        out: dict[str, Any] = {
-            "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in drafts],
-            "relations": plan.summary(),
-        }
-        if extracted is not None:
-            out["chunks"] = len(extracted.chunks)
-            out["token_counter"] = extracted.counter
-            out["dropped"] = extracted.dropped
-            out["usage"] = extracted.usage.as_dict()
-        return out
+        return (yield from replan(self.config.store.conflict_retries, attempt, key=(id(self.store), *scope.items())))
 
     def relink(self, scope: Scope, memory: MemoryRecord, text: str, now: datetime) -> Callable[[], GraphPlan]:
         """Extract an updated memory's new text once; the returned function plans its graph facts
@@ -248,12 +268,22 @@ class Ingestor:
         by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
         threshold = self.config.dedup.memory_similarity
         if near and threshold < 1.0 and new:
-            for d, hit in zip(new, self.store.nearest(scope, matrix), strict=True):
+            unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            kept: list[int] = []  # new drafts that stay new, in order
+            for j, (d, hit) in enumerate(zip(new, self.store.nearest(scope, matrix), strict=True)):
                 if hit is not None and hit[1] >= threshold:
                     d.id, d.event, d.hash = hit[0], EventType.NONE, ""
+                    continue
+                # as if each earlier request of an add_many had been stored already
+                others = [k for k in kept if new[k].item != d.item]
+                sims = unit[others] @ unit[j] if others else np.zeros(0)
+                if sims.size and sims.max() >= threshold:
+                    d.id, d.event, d.hash = new[others[int(sims.argmax())]].id, EventType.NONE, ""
+                else:
+                    kept.append(j)
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
-    def _plan(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], now: datetime,
+    def _plan(self, scope: Scope, drafts: list[Draft], facts: list[Fact], now: datetime,
               extracted: _Extracted | None) -> GraphPlan:
         ids = [d.id or "" for d in drafts]
         mentions = [(m.name, m.type, list(dict.fromkeys(ids[i] for i in m.drafts)))
@@ -261,12 +291,12 @@ class Ingestor:
         if not facts and not mentions:  # nothing for the graph: no need to load the ontology
             return GraphPlan()
         return self.parts.planner.plan(PlanRequest(
-            req.scope, [f.triple for f in facts], [list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
-            now, default_time=req.event_time, mentions=mentions,
+            scope, [f.triple for f in facts], [list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
+            now, times=[f.time for f in facts], mentions=mentions,
             aliases=extracted.aliases if extracted is not None else {},
         ))
 
-    def _repair(self, req: AddRequest, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
+    def _repair(self, scope: Scope, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
                 ex: _Extracted, now: datetime, asked: dict[Any, list[ExtractedTriple]]) -> GraphPlan:
         """One re-ask per chunk with the SHACL messages, then one more plan of the accepted facts plus
         the corrections. The first round's rejected triples stay quarantined either way: what the
@@ -291,11 +321,11 @@ class Ingestor:
                 except (ValueError, InvalidInputError) as exc:
                     log.warning("repaired triple dropped, not a valid triple: %s", exc)
                     continue
-                repaired.append(Fact(triple, provenance, c))
+                repaired.append(Fact(triple, provenance, c, facts[idx[0]].time))
         if not repaired:
             return first
         failed = {i for i, v in enumerate(first.verdicts) if not v.accepted}
-        second = self._plan(req, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now, ex)
+        second = self._plan(scope, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now, ex)
         second.change.quarantine[:0] = first.change.quarantine
         second.change.events[:0] = [e for e in first.change.events if e.event is EventType.REJECT]
         second.rejected[:0] = first.rejected
@@ -387,7 +417,7 @@ class Ingestor:
                                                "target": shown(tgt)}, "reason": reason, "chunk": c})
                 continue
             drafts = [first + t.memory] if t.memory is not None and 0 <= t.memory < count else everything
-            out.facts.append(Fact(triple, drafts or everything, c))
+            out.facts.append(Fact(triple, drafts or everything, c, req.event_time))
 
     def _known_memories(self, scope: Scope, chunk: str, vector: Any) -> Steps[list[KnownMemory]]:
         cands = yield Call("candidates", (scope, None, vector, chunk, 5))
@@ -402,6 +432,101 @@ class Ingestor:
         unique = {e.id: e for e in found.values()}
         return [KnownEntity(n, e.name, tuple(e.classes), tuple(e.aliases))
                 for n, e in enumerate(sorted(unique.values(), key=lambda e: e.name)[:64])]
+
+
+GROUP_MEMORIES = 1000
+"""Memories per transaction of ``add_many`` (a request is never split): bench/ingest.py --many."""
+
+
+def _groups(reqs: Sequence[AddRequest], drafts: list[list[Draft]]) -> list[list[int]]:
+    """Consecutive requests of one scope and one ``infer``, up to GROUP_MEMORIES drafts a group."""
+    groups: list[list[int]] = []
+    size = 0
+    for n, req in enumerate(reqs):
+        head = reqs[groups[-1][0]] if groups else None
+        if head is None or (head.scope, head.infer) != (req.scope, req.infer) or size + len(drafts[n]) > GROUP_MEMORIES:
+            groups.append([])
+            size = 0
+        groups[-1].append(n)
+        size += len(drafts[n])
+    return groups
+
+
+@dataclass
+class _Batch:
+    """The requests of one write: their drafts and facts side by side (indexes shifted), planned and
+    written as one, and the plan's summary told back to each request."""
+
+    reqs: Sequence[AddRequest]
+    items: list[int]
+    scope: Scope
+    infer: bool
+    drafts: list[Draft]
+    facts: list[Fact]
+    extracted: _Extracted | None
+    parts: dict[int, _Extracted]
+
+    @classmethod
+    def of(cls, reqs: Sequence[AddRequest], items: list[int], drafts: list[list[Draft]],
+           extracted: list[_Extracted | None]) -> _Batch:
+        head = reqs[items[0]]
+        batch = cls(reqs, items, head.scope, head.infer, [], [], _Extracted() if head.infer else None, {})
+        for n in items:
+            req, ex, at = reqs[n], extracted[n], len(batch.drafts)
+            batch.drafts += drafts[n]
+            everything = list(range(at, at + len(drafts[n])))
+            batch.facts += [Fact(t, everything, None, req.event_time) for t in req.triples]
+            if ex is None or batch.extracted is None:
+                continue
+            merged, chunk = batch.extracted, len(batch.extracted.chunks)
+            batch.parts[n] = ex
+            batch.facts += [Fact(f.triple, [at + i for i in f.drafts], None if f.chunk is None else chunk + f.chunk,
+                                 f.time) for f in ex.facts]
+            merged.mentions += [Mention(m.name, m.type, [at + i for i in m.drafts]) for m in ex.mentions]
+            for name, aliases in ex.aliases.items():
+                merged.aliases.setdefault(name, []).extend(aliases)
+            merged.chunks += ex.chunks
+            merged.contexts += ex.contexts
+            merged.extractions += ex.extractions
+        return batch
+
+    def results(self, plan: GraphPlan) -> list[dict[str, Any]]:
+        """Each request's ``add`` result; a fact is told to every request whose memories state it."""
+        summaries = self._split(plan) if len(self.items) > 1 else {self.items[0]: plan.summary()}
+        outs = []
+        for n in self.items:
+            out: dict[str, Any] = {
+                "results": [{"id": d.id, "memory": d.text, "event": d.event.value} for d in self.drafts if d.item == n],
+                "relations": summaries[n],
+            }
+            ex = self.parts.get(n)
+            if ex is not None:
+                out["chunks"] = len(ex.chunks)
+                out["token_counter"] = ex.counter
+                out["dropped"] = ex.dropped
+                out["usage"] = ex.usage.as_dict()
+            outs.append(out)
+        return outs
+
+    def _split(self, plan: GraphPlan) -> dict[int, dict[str, list[dict[str, Any]]]]:
+        owners: dict[str, set[int]] = {}
+        for d in self.drafts:
+            owners.setdefault(d.id or "", set()).add(d.item)
+
+        def told(memory_ids: Sequence[str]) -> set[int]:
+            return {n for m in memory_ids for n in owners.get(m, ())} or set(self.items)
+
+        by_fact = {r.id: told(r.memory_ids) for r in plan.change.relations}
+        by_entry = {q.id: told(q.memory_ids) for q in plan.change.quarantine}
+        out: dict[int, dict[str, list[dict[str, Any]]]] = {
+            n: {"added": [], "superseded": [], "rejected": []} for n in self.items}
+        for key, entries, owners_of, field_ in (("added", plan.added, by_fact, "id"),
+                                                ("superseded", plan.superseded, by_fact, "by"),
+                                                ("rejected", plan.rejected, by_entry, "quarantine_id")):
+            for e in entries:
+                for n in sorted(owners_of.get(e[field_]) or self.items):
+                    out[n][key].append(e)
+        return out
 
 
 def _as_extracted(t: TripleInput) -> ExtractedTriple:

@@ -87,6 +87,36 @@ class Spec(Generic[M]):
         return cls(name, model, schema, prompt.json_shape(schema))
 
 
+def bounded(schema: dict[str, Any], chunk: str) -> dict[str, Any]:
+    """``schema`` with each list capped at what a chunk of that many lines can state.
+
+    Why: a small model under grammar-constrained decoding (llama.cpp) can repeat one array item until
+    the output limit, and the cut answer is lost; with ``maxItems`` the grammar itself closes the
+    list. The caps are generous (two memories and four facts a line), so a real answer never meets
+    them. Not sent to api.openai.com, whose strict subset is kept as documented."""
+    lines = max(1, chunk.count("\n") + 1)
+    caps = {"memories": 2 * lines + 2, "entities": 4 * lines + 4, "triples": 4 * lines + 4, "aliases": 4}
+
+    def walk(node: Any, name: str | None) -> Any:
+        """``name``: the property this node is the schema of (kept through ``items`` and ``anyOf``)."""
+        if isinstance(node, list):
+            return [walk(v, name) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        for key in ("items", "anyOf"):
+            if key in out:
+                out[key] = walk(out[key], name)
+        if isinstance(out.get("properties"), dict):
+            out["properties"] = {p: walk(v, p) for p, v in out["properties"].items()}
+        if out.get("type") == "array" and name in caps:
+            out["maxItems"] = caps[name]
+        return out
+
+    bounded_schema: dict[str, Any] = walk(schema, None)
+    return bounded_schema
+
+
 EXTRACTION: Final = Spec.of("graphmem_extraction", Extraction)
 REPAIR: Final = Spec.of("graphmem_repair", RepairAnswer)
 

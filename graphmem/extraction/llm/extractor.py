@@ -290,7 +290,7 @@ class LLMExtractor(Extractor):
         resends = 0
         while True:
             mode = server.mode
-            params = server.params(spec, mode)
+            params = server.params(spec, mode, _chunk_of(tail))
             system = self._system(context, mode, tail)
             messages = [system, *tail]
             counted = server.prompt_tokens(messages)

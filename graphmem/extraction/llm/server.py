@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from ...chunking.tokens import TokenCounter, token_counter
 from ...config import LLMConfig
-from .answers import Spec
+from .answers import Spec, bounded
 
 log = logging.getLogger(__name__)
 
@@ -122,15 +122,16 @@ class ServerProfile:
 
     # -- the request -------------------------------------------------------------------------------
 
-    def params(self, spec: Spec[Any], mode: Mode) -> dict[str, Any]:
+    def params(self, spec: Spec[Any], mode: Mode, chunk: str) -> dict[str, Any]:
         params: dict[str, Any] = {}
         if self.send_temperature:
             params["temperature"] = self.config.temperature
+        schema = spec.schema if self.official else bounded(spec.schema, chunk)
         if mode == "json_schema":
             params["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": spec.name, "strict": True, "schema": spec.schema}}
+                "name": spec.name, "strict": True, "schema": schema}}
         elif mode == "json_object":
-            params["response_format"] = {"type": "json_object", "schema": spec.schema} \
+            params["response_format"] = {"type": "json_object", "schema": schema} \
                 if self.object_schema else {"type": "json_object"}
         return params
 
