@@ -156,6 +156,33 @@ def add(
     _emit(result, as_json, table)
 
 
+@app.command("add-many")
+def add_many(
+    source: Annotated[str, typer.Argument(help="JSON Lines, one add() argument object (or message) a line; "
+                                               "'-' reads standard input.")],
+    user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    infer: Annotated[bool, typer.Option(help="Extract memories and facts (else store each text verbatim).")] = True,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Store many adds in bulk, every line checked before anything is written (Memory.add_many)."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        err_console.print(f"[bold red]InvalidInputError[/]: cannot read {source}: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    items = [_json_arg(line, f"line {n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    with _memory(config) as m:
+        result = _run(lambda: m.add_many(items, infer=infer, **_scope(user_id, agent_id, run_id)))
+    table = Table(title="add-many")
+    for col in ("item", "added", "duplicates", "facts"):
+        table.add_column(col)
+    for n, it in enumerate(result["items"]):
+        events = [r["event"] for r in it["results"]]
+        table.add_row(str(n), str(events.count("ADD")), str(events.count("NONE")),
+                      str(len((it.get("relations") or {}).get("added") or [])))
+    _emit(result, as_json, table)
+
+
 @app.command()
 def search(
     query: str,

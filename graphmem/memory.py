@@ -79,6 +79,10 @@ def _batch(size: int) -> int:
     return size
 
 
+_ADD_ITEM_KEYS = frozenset({"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type",
+                            "timestamp", "triples", "expires_at"})
+"""What an ``add_many`` item may hold: ``add``'s arguments."""
+
 _MAX_BATCH = 100_000
 """Rows per transaction at most: one transaction holds a batch in memory."""
 
@@ -249,9 +253,76 @@ class Memory:
         Everything is written in one transaction. ``expires_at``: after it, search no longer returns
         the memories stored by this call (they stay readable with ``get``/``get_all`` and history).
         """
+        now = utcnow()
+        request = self._add_request(now, messages, user_id=user_id, agent_id=agent_id, run_id=run_id,
+                                    metadata=metadata, infer=infer, memory_type=memory_type, timestamp=timestamp,
+                                    triples=triples, expires_at=expires_at)
+        out = yield from self._ingestor.add_steps(request, now)
+        self._remember(out["results"], request.scope)
+        return out
+
+    @_operation
+    def add_many(
+        self,
+        items: Sequence[dict[str, Any] | MessagesInput],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: MemoryType | str | None = None,
+        expires_at: datetime | str | None = None,
+    ) -> Steps[dict[str, Any]]:
+        """Many :meth:`add` calls in bulk: a conversation history, an import, an agent's backlog.
+
+        Each item is a dict of :meth:`add`'s arguments (``{"messages": ..., "user_id"?, "timestamp"?,
+        "triples"?, ...}``) or just its messages; the keyword arguments are every item's defaults.
+        Every item is checked before anything is extracted or written (an error names ``items[i]``);
+        then all texts are embedded in one batch, and consecutive items of one scope are written
+        together, one transaction per group of up to a thousand memories, each planned from the
+        store's state inside its write as ``add`` is. Items are extracted against the store as it
+        was when the call began; a later item that restates an earlier one's memory or fact finds it
+        as it would have been found after the earlier item's own ``add``.
+
+        Returns ``{"items": [...]}``, each item's ``add`` result, in order. When a write fails
+        (the store went away), the groups before it are stored: calling again with the same items
+        is safe, since what was stored comes back as ``event: "NONE"``.
+        """
+        if not isinstance(items, Sequence) or isinstance(items, str | bytes | bytearray):
+            raise InvalidInputError(f"items must be a list of add() argument dicts or messages, "
+                                    f"got {type(items).__name__}")
+        if len(items) > self.config.limits.max_batch:
+            raise InvalidInputError(f"{len(items)} items in one add_many; the limit is "
+                                    f"{self.config.limits.max_batch} (limits.max_batch)")
+        defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "metadata": metadata, "infer": infer,
+                    "memory_type": memory_type, "expires_at": expires_at}
+        now = utcnow()
+        requests = []
+        for i, item in enumerate(items):
+            args = dict(item) if isinstance(item, dict) and "messages" in item else {"messages": item}
+            unknown = sorted(set(args) - _ADD_ITEM_KEYS)
+            if unknown:
+                raise InvalidInputError(f"items[{i}] has unknown key(s) {', '.join(map(repr, unknown))}; "
+                                        f"an item takes {', '.join(sorted(_ADD_ITEM_KEYS))}")
+            try:
+                requests.append(self._add_request(now, **{**defaults, **args}))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"items[{i}]: {exc}") from None
+        outs = yield from self._ingestor.add_many_steps(requests, now)
+        for req, out in zip(requests, outs, strict=True):
+            self._remember(out["results"], req.scope)
+        return {"items": outs}
+
+    def _add_request(
+        self, now: datetime, messages: MessagesInput, *, user_id: str | None, agent_id: str | None,
+        run_id: str | None, metadata: dict[str, Any] | None, infer: bool, memory_type: MemoryType | str | None,
+        expires_at: datetime | str | None, timestamp: datetime | str | int | float | None = None,
+        triples: Sequence[dict[str, Any] | TripleInput] | None = None,
+    ) -> AddRequest:
+        """``add``'s arguments checked (each with a typed error naming it)."""
         limits = self.config.limits
         scope = Scope.of(user_id, agent_id, run_id)
-        now = utcnow()
         expires = inputs.when(expires_at, "expires_at")
         if expires is not None and expires <= now:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
@@ -260,10 +331,7 @@ class Memory:
         mtype = inputs.memory_type(compat.memory_type(memory_type))
         event_time = inputs.when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
-        request = AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
-        out = yield from self._ingestor.add_steps(request, now)
-        self._remember(out["results"], scope)
-        return out
+        return AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
@@ -693,6 +761,10 @@ class AsyncMemory:
 
     async def add(self, messages: MessagesInput, **kwargs: Any) -> dict[str, Any]:
         out: dict[str, Any] = await self._run(Memory.add, messages, **kwargs)
+        return out
+
+    async def add_many(self, items: Sequence[dict[str, Any] | MessagesInput], **kwargs: Any) -> dict[str, Any]:
+        out: dict[str, Any] = await self._run(Memory.add_many, items, **kwargs)
         return out
 
     async def search(self, query: str, **kwargs: Any) -> dict[str, Any]:

@@ -86,6 +86,24 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
 
 
+def test_cli_add_many_reads_json_lines(tmp_path: Path) -> None:
+    lines = tmp_path / "history.jsonl"
+    lines.write_text('{"messages": "I live in Oslo", "timestamp": "2024-01-01"}\n\n"I play chess"\n'
+                     '{"messages": [{"role": "user", "content": "I play chess"}], "user_id": "eve"}\n',
+                     encoding="utf-8")
+    out = json.loads(cli(tmp_path, "add-many", str(lines), "-u", "dan", "--no-infer", "--json").stdout)
+    assert [it["results"][0]["event"] for it in out["items"]] == ["ADD", "ADD", "ADD"]  # eve's is her own
+    assert sorted(r["memory"] for r in json.loads(cli(tmp_path, "list", "-u", "dan", "--json").stdout)["results"]) == \
+        ["I live in Oslo", "I play chess"]
+    assert "item" in cli(tmp_path, "add-many", str(lines), "-u", "dan", "--no-infer").stdout  # a table
+    lines.write_text('"fine"\n{"messages": "x", "timestamp": "never"}\n', encoding="utf-8")
+    refused = cli(tmp_path, "add-many", str(lines), "-u", "fay", check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith("InvalidInputError: items[1]")
+    assert json.loads(cli(tmp_path, "list", "-u", "fay", "--json").stdout)["results"] == []
+    missing = cli(tmp_path, "add-many", str(tmp_path / "nope.jsonl"), "-u", "fay", check=False)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     from graphmem import __version__
 

@@ -211,6 +211,25 @@ def test_a_request_narrows_its_keys_scope_and_never_widens_it(api: Api) -> None:
     problem_of(admin.get("/v1/memories"), 422, "ScopeError")
 
 
+def test_batch_add_over_http_keeps_each_item_in_the_keys_scope(api: Api) -> None:
+    agent = api("agent")
+    items = [{"messages": "batch note one", "infer": False, "user_id": "u7"},
+             {"messages": [{"role": "user", "content": "batch note two"}], "infer": False, "user_id": "u6"},
+             {"messages": "batch note one", "infer": False, "user_id": "u7"}]
+    out = agent.post("/v1/memories/batch", json={"items": items}).json()["items"]
+    assert [it["results"][0]["event"] for it in out] == ["ADD", "ADD", "NONE"]
+    assert [r["memory"] for r in agent.get("/v1/memories", params={"user_id": "u6"}).json()["results"]] == \
+        ["batch note two"]
+    # one item outside the key's scope: the whole batch is refused and nothing of it is written
+    a = api("a")
+    wide = [{"messages": "mine", "infer": False}, {"messages": "theirs", "infer": False, "user_id": api.users["b"]}]
+    problem_of(a.post("/v1/memories/batch", json={"items": wide}), 403, "KeyScopeError")
+    bad = [{"messages": "fine", "infer": False}, {"messages": "x", "timestamp": "not a time"}]
+    refused = a.post("/v1/memories/batch", json={"items": bad})
+    assert "items[1]" in problem_of(refused, 400, "InvalidInputError")["detail"]
+    assert a.get("/v1/memories").json()["results"] == []
+
+
 def test_keys_are_required_and_admin_endpoints_refused_to_tenants(api: Api) -> None:
     anonymous = httpx.Client(base_url=api.url)
     r = anonymous.get("/v1/memories")

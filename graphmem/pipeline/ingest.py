@@ -435,7 +435,7 @@ class Ingestor:
 
 
 GROUP_MEMORIES = 1000
-"""Memories per transaction of ``add_many`` (a request is never split): bench/ingest.py --many."""
+"""Memories per transaction of ``add_many`` (a request is never split); bench/add_many.py measures it."""
 
 
 def _groups(reqs: Sequence[AddRequest], drafts: list[list[Draft]]) -> list[list[int]]:

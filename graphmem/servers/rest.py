@@ -156,15 +156,26 @@ router = APIRouter(route_class=_Route, dependencies=[Depends(strict_query)])
 @router.post(f"{API}/memories", response_model=s.AddResponse, responses=WRITE, tags=["memories"],
              summary="Store messages as memories, and facts (Memory.add)")
 def add_memories(req: s.AddRequest, who: Caller, m: Engine) -> dict[str, Any]:
-    scope = who.scope(req.user_id, req.agent_id, req.run_id)
+    return m.add(**_add_args(req, who))
+
+
+@router.post(f"{API}/memories/batch", response_model=s.AddManyResponse, responses=WRITE, tags=["memories"],
+             summary="Many adds in bulk, each item checked before anything is written (Memory.add_many)")
+def add_many_memories(req: s.AddManyRequest, who: Caller, m: Engine) -> dict[str, Any]:
+    return m.add_many([_add_args(item, who) for item in req.items])
+
+
+def _add_args(req: s.AddRequest, who: Principal) -> dict[str, Any]:
+    """``Memory.add``'s arguments from a request, its scope within the caller's key."""
     messages: Any = req.messages
     if isinstance(messages, s.MessageIn):
         messages = messages.model_dump(exclude_none=True)
     elif isinstance(messages, list):
         messages = [msg.model_dump(exclude_none=True) for msg in messages]
     triples = None if req.triples is None else [t.model_dump(exclude_none=True) for t in req.triples]
-    return m.add(messages, metadata=req.metadata, infer=req.infer, memory_type=req.memory_type,
-                 timestamp=req.timestamp, triples=triples, expires_at=req.expires_at, **scope)
+    return {"messages": messages, "metadata": req.metadata, "infer": req.infer, "memory_type": req.memory_type,
+            "timestamp": req.timestamp, "triples": triples, "expires_at": req.expires_at,
+            **who.scope(req.user_id, req.agent_id, req.run_id)}
 
 
 @router.get(f"{API}/memories", response_model=s.MemoryPage, responses=READ, tags=["memories"],

@@ -113,6 +113,16 @@ class AddResponse(_Response):
     usage: UsageOut | None = None
 
 
+class AddManyRequest(_Request):
+    items: list[AddRequest]
+    """Each an add request (its scope within the key's); consecutive items of one scope are written
+    in one transaction."""
+
+
+class AddManyResponse(_Response):
+    items: list[AddResponse]
+
+
 class MemoryOut(_Response):
     id: str
     memory: str

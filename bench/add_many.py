@@ -1,0 +1,127 @@
+"""``add_many`` against one ``add`` per item, in one run, on each backend (no LLM).
+
+    python bench/add_many.py [--items 2000] [--backends sqlite,neo4j] [--embedder hashing|minilm]
+        [--out bench/results/add_many.json]
+
+Why: a backlog (a chat history, an import) costs one transaction, one embedding call and one plan
+per ``add``; ``add_many`` plans and writes runs of one scope together. Both ways store the same
+items into a fresh scope each: short chat lines of a few speakers who say where they live and work,
+whom they know, and small talk, with the rule extractor (``infer=True``) and verbatim
+(``infer=False``, what mem0's ``add(infer=False)`` does). Prints items/s for both ways and the
+ratio, with the load average, and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from graphmem import Memory, MemoryConfig
+from graphmem.embedding import Embedder, HashingEmbedder
+
+NAMES = ["Maya", "Rui", "Ines", "Tomas", "Leila", "Omar", "Sofia", "Kenji"]
+CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Oslo", "Kyoto", "Lima", "Accra"]
+COMPANIES = ["Northwind", "Initech", "Globex", "Umbrella", "Hooli", "Vandelay"]
+TALK = ["Thanks, that helps a lot.", "I had pasta for lunch today.", "The weather is lovely this week.",
+        "I finished the book you recommended.", "My train was late again this morning."]
+
+
+def items(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        who, kind = rng.choice(NAMES), rng.random()
+        if kind < 0.25:
+            text = f"I live in {rng.choice(CITIES)}."
+        elif kind < 0.5:
+            text = f"I work at {rng.choice(COMPANIES)} as an engineer."
+        elif kind < 0.65:
+            text = f"{rng.choice([n for n in NAMES if n != who])} is my colleague."
+        else:
+            text = f"{rng.choice(TALK)} (note {i})"
+        out.append({"messages": [{"role": "user", "name": who, "content": text}],
+                    "timestamp": f"2024-{1 + i * 12 // n:02d}-{1 + i % 28:02d}"})
+    return out
+
+
+def config(backend: str, home: Path) -> MemoryConfig:
+    store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "add_many.db")}
+    if backend == "neo4j":
+        store = {"provider": "neo4j", "uri": os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687"),
+                 "user": os.environ.get("NEO4J_USER", "neo4j"),
+                 "password": os.environ.get("NEO4J_PASSWORD", "graphmem-test")}
+    return MemoryConfig.load({"home": str(home), "store": store, "embedder": {"provider": "hashing"}})
+
+
+def timed(mem: Memory, batch: list[dict[str, Any]], *, infer: bool, many: bool) -> dict[str, Any]:
+    uid = f"bench-{uuid.uuid4().hex[:8]}"
+    t0 = time.perf_counter()
+    if many:
+        outs = mem.add_many(batch, user_id=uid, infer=infer)["items"]
+    else:
+        outs = [mem.add(**item, user_id=uid, infer=infer) for item in batch]
+    elapsed = time.perf_counter() - t0
+    facts = len(mem.facts(user_id=uid, include_closed=True, limit=10_000)["results"])
+    stored = len(mem.get_all(user_id=uid, limit=10_000)["results"])
+    mem.delete_all(user_id=uid)
+    added = sum(r["event"] == "ADD" for o in outs for r in o["results"])
+    return {"seconds": round(elapsed, 3), "items_per_s": round(len(batch) / elapsed, 1), "memories": added,
+            "stored": stored, "facts": facts}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--items", type=int, default=2000)
+    p.add_argument("--backends", default="sqlite,neo4j")
+    p.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    p.add_argument("--out", default="bench/results/add_many.json")
+    args = p.parse_args()
+    batch = items(args.items, seed=5)
+    embedder: Embedder = HashingEmbedder(384)
+    if args.embedder == "minilm":
+        from graphmem.embedding import create_embedder
+
+        embedder = create_embedder(MemoryConfig.load({"embedder": {"provider": "sentence-transformers"}}).embedder)
+    results: dict[str, Any] = {"items": args.items, "embedder": args.embedder, "loadavg_before": os.getloadavg(),
+                               "backends": {}}
+    for backend in args.backends.split(","):
+        print(f"[{backend}] running…", file=sys.stderr)
+        with Memory(config(backend, Path(tempfile.mkdtemp(prefix="graphmem-add-many-"))), embedder=embedder) as mem:
+            mem.add_many(batch[:4], user_id="warm-up")  # load the ontology, spaCy and the guard once
+            mem.delete_all(user_id="warm-up")
+            row: dict[str, Any] = {}
+            for infer in (True, False):
+                one = timed(mem, batch, infer=infer, many=False)
+                many = timed(mem, batch, infer=infer, many=True)
+                assert (one["stored"], one["facts"]) == (many["stored"], many["facts"]), (one, many)
+                row["rules" if infer else "verbatim"] = {
+                    "one_add_per_item": one, "add_many": many,
+                    "ratio": round(many["items_per_s"] / max(one["items_per_s"], 1e-9), 2)}
+            results["backends"][backend] = row
+    results["loadavg_after"] = os.getloadavg()
+    load = results["loadavg_before"][0]
+    print(f"\nadd_many benchmark: {args.items} items, {args.embedder} embedder, load {load:.2f}")
+    print(f"{'backend':8} {'extraction':10} {'add/item items/s':>17} {'add_many items/s':>17} {'ratio':>6}")
+    for name, row in results["backends"].items():
+        for kind, r in row.items():
+            print(f"{name:8} {kind:10} {r['one_add_per_item']['items_per_s']:>17.1f} "
+                  f"{r['add_many']['items_per_s']:>17.1f} {r['ratio']:>5.2f}x")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

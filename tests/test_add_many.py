@@ -1,0 +1,111 @@
+"""``add_many``: the same stored state as one ``add`` per item, checked before anything is written,
+written in one transaction per run of items of one scope, and safe to call again after a failure."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import AsyncMemory, InvalidInputError, Memory, MemoryConfig
+from graphmem.embedding import HashingEmbedder
+from tests.conftest import make_config
+
+HISTORY: list[dict[str, Any]] = [
+    {"messages": [{"role": "user", "name": "Maya", "content": "I live in Lisbon and I work at Northwind."}],
+     "timestamp": "2024-01-01"},
+    {"messages": [{"role": "user", "name": "Maya", "content": "My sister Ana is a nurse."}], "timestamp": "2024-02-01"},
+    {"messages": [{"role": "user", "name": "Maya", "content": "I moved to Porto last week."}],
+     "timestamp": "2024-06-01"},
+    {"messages": [{"role": "user", "name": "Maya", "content": "I live in Lisbon and I work at Northwind."}],
+     "timestamp": "2024-07-01"},  # said again: a duplicate of the first item's memory
+]
+
+
+def _state(m: Memory, user: str) -> tuple[set[tuple[Any, ...]], list[tuple[str, str]]]:
+    facts = m.facts(user_id=user, include_closed=True)["results"]
+    memories = m.get_all(user_id=user)["results"]
+    return ({(f["source"]["name"], f["relation_name"], (f["target"] or {}).get("name", f.get("value")),
+              f["valid_from"], f["valid_to"]) for f in facts},
+            sorted((r["memory"], r.get("event_time") or "") for r in memories))
+
+
+def test_add_many_stores_what_one_add_per_item_stores(mem: Memory, uid: str) -> None:
+    for item in HISTORY:
+        mem.add(**item, user_id=f"{uid}-one")
+    out = mem.add_many(HISTORY, user_id=f"{uid}-many")
+    assert _state(mem, f"{uid}-many") == _state(mem, f"{uid}-one")
+    items = out["items"]
+    assert [r["event"] for it in items for r in it["results"]] == ["ADD", "ADD", "ADD", "NONE"]
+    assert items[3]["results"][0]["id"] == items[0]["results"][0]["id"]
+    # each item is told its own facts: the move is the third item's, the sister the second's
+    assert {(a["relation"], a["target"]) for a in items[2]["relations"]["added"]} == {("livesIn", "Porto")}
+    assert items[1]["relations"]["added"] and all("Ana" in (a["source"], a["target"])
+                                                  for a in items[1]["relations"]["added"])
+    assert all(a["target"] != "Porto" for a in items[0]["relations"]["added"])
+    lived = sorted((f[3], f[2], f[4]) for f in _state(mem, f"{uid}-many")[0] if f[1] == "gm:livesIn")
+    assert [(city, to is None) for _, city, to in lived] == [("Lisbon", False), ("Porto", False), ("Lisbon", True)]
+    # called again (after a failure, say): nothing is stored twice
+    again = mem.add_many(HISTORY, user_id=f"{uid}-many")
+    assert {r["event"] for it in again["items"] for r in it["results"]} == {"NONE"}
+    assert _state(mem, f"{uid}-many") == _state(mem, f"{uid}-one")
+
+
+def test_a_bad_item_is_named_and_nothing_is_written(mem: Memory, uid: str) -> None:
+    bad = [*HISTORY[:2], {"messages": "fine", "timestamp": "not a time"}]
+    with pytest.raises(InvalidInputError, match=r"items\[2\]: .*timestamp"):
+        mem.add_many(bad, user_id=uid)
+    with pytest.raises(InvalidInputError, match=r"items\[1\] has unknown key\(s\) 'usr_id'"):
+        mem.add_many([HISTORY[0], {"messages": "x", "usr_id": uid}], user_id=uid)
+    with pytest.raises(InvalidInputError, match=r"items\[0\]: .*system messages"):
+        mem.add_many([{"messages": [{"role": "system", "content": "be brief"}]}], user_id=uid)
+    with pytest.raises(InvalidInputError, match="items must be a list"):
+        mem.add_many("one string", user_id=uid)  # type: ignore[arg-type]
+    assert mem.get_all(user_id=uid)["results"] == []
+    assert mem.add_many([], user_id=uid) == {"items": []}
+
+
+def test_runs_of_one_scope_share_a_transaction(backend: str, tmp_path: Path, uid: str) -> None:
+    m = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
+    writes: list[tuple[str | None, int]] = []
+    write = m.store.write
+
+    def counted(scope: Any, change: Any) -> Any:
+        writes.append((scope.user_id, len(change.memories)))
+        return write(scope, change)
+
+    m.store.write = counted  # type: ignore[method-assign]
+    embeds: list[int] = []
+    embed = m.embedder.embed
+
+    def counted_embed(texts: Any) -> Any:
+        embeds.append(len(texts))
+        return embed(texts)
+
+    m.embedder.embed = counted_embed  # type: ignore[method-assign]
+    try:
+        b_item = {"messages": "note for b", "user_id": f"{uid}-b", "metadata": {"src": "b"}}
+        items: list[Any] = [f"note {i} for a" for i in range(3)] + [b_item, "note 4 for a", "note 5 for a"]
+        out = m.add_many(items, user_id=f"{uid}-a", infer=False, metadata={"src": "a"})
+        assert writes == [(f"{uid}-a", 3), (f"{uid}-b", 1), (f"{uid}-a", 2)]
+        assert embeds == [6]  # every text in one batch
+        assert [it["results"][0]["memory"] for it in out["items"]] == [
+            "note 0 for a", "note 1 for a", "note 2 for a", "note for b", "note 4 for a", "note 5 for a"]
+        b = m.get_all(user_id=f"{uid}-b")["results"]
+        assert [(r["memory"], r["metadata"]) for r in b] == [("note for b", {"src": "b"})]
+        assert {r["metadata"]["src"] for r in m.get_all(user_id=f"{uid}-a")["results"]} == {"a"}
+    finally:
+        m.close()
+
+
+def test_async_add_many(backend: str, tmp_path: Path, uid: str) -> None:
+    async def go() -> None:
+        async with AsyncMemory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384)) as am:
+            out = await am.add_many(HISTORY[:3], user_id=uid)
+            assert [len(it["results"]) for it in out["items"]] == [1, 1, 1]
+            found = await am.search("where does Maya live", user_id=uid)
+            assert "Porto" in " ".join(r["memory"] for r in found["results"])
+
+    asyncio.run(go())
