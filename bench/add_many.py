@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from graphmem.embedding import Embedder, HashingEmbedder
 NAMES = ["Maya", "Rui", "Ines", "Tomas", "Leila", "Omar", "Sofia", "Kenji"]
 CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Oslo", "Kyoto", "Lima", "Accra"]
 COMPANIES = ["Northwind", "Initech", "Globex", "Umbrella", "Hooli", "Vandelay"]
+START = datetime(2024, 1, 1, tzinfo=UTC)
 TALK = ["Thanks, that helps a lot.", "I had pasta for lunch today.", "The weather is lovely this week.",
         "I finished the book you recommended.", "My train was late again this morning."]
 
@@ -50,7 +52,7 @@ def items(n: int, seed: int) -> list[dict[str, Any]]:
         else:
             text = f"{rng.choice(TALK)} (note {i})"
         out.append({"messages": [{"role": "user", "name": who, "content": text}],
-                    "timestamp": f"2024-{1 + i * 12 // n:02d}-{1 + i % 28:02d}"})
+                    "timestamp": (START + timedelta(minutes=i * 525_600 // n)).isoformat()})  # in order
     return out
 
 

@@ -109,3 +109,19 @@ def test_async_add_many(backend: str, tmp_path: Path, uid: str) -> None:
             assert "Porto" in " ".join(r["memory"] for r in found["results"])
 
     asyncio.run(go())
+
+
+def test_a_value_said_twice_before_the_next_is_one_fact(mem: Memory, uid: str) -> None:
+    """Lisbon, Lisbon, Madrid in one write: one Lisbon fact (both memories its provenance), closed
+    when Madrid starts, as three adds leave it (a first plan left the first Lisbon open)."""
+    said = [("I live in Lisbon.", "2024-01-01"), ("I live in Lisbon now.", "2024-02-01"),
+            ("I live in Madrid.", "2024-03-01")]
+    batch = [{"messages": [{"role": "user", "name": "Ines", "content": t}], "timestamp": when} for t, when in said]
+    for item in batch:
+        mem.add(**item, user_id=f"{uid}-one")
+    mem.add_many(batch, user_id=f"{uid}-many")
+    assert _state(mem, f"{uid}-many") == _state(mem, f"{uid}-one")
+    facts = mem.facts(user_id=f"{uid}-many", include_closed=True)["results"]
+    lived = sorted((f["valid_from"], f["target"]["name"], f["valid_to"], len(f["memories"])) for f in facts)
+    assert lived == [("2024-01-01T00:00:00Z", "Lisbon", "2024-03-01T00:00:00Z", 2),
+                     ("2024-03-01T00:00:00Z", "Madrid", None, 1)]

@@ -226,7 +226,7 @@ def test_batch_add_over_http_keeps_each_item_in_the_keys_scope(api: Api) -> None
     problem_of(a.post("/v1/memories/batch", json={"items": wide}), 403, "KeyScopeError")
     bad = [{"messages": "fine", "infer": False}, {"messages": "x", "timestamp": "not a time"}]
     refused = a.post("/v1/memories/batch", json={"items": bad})
-    assert "items[1]" in problem_of(refused, 400, "InvalidInputError")["detail"]
+    assert "items[1]" in problem_of(refused, 422, "InvalidInputError")["detail"]
     assert a.get("/v1/memories").json()["results"] == []
 
 
@@ -555,7 +555,7 @@ def test_openapi_schema_has_models_and_problems(api: Api) -> None:
     assert set(get_one["responses"]["404"]["content"]) == {PROBLEM}
     operations = {(m.upper(), p) for p, item in schema["paths"].items() for m in item}
     assert operations == {
-        ("POST", "/v1/memories"), ("GET", "/v1/memories"), ("DELETE", "/v1/memories"),
+        ("POST", "/v1/memories"), ("POST", "/v1/memories/batch"), ("GET", "/v1/memories"), ("DELETE", "/v1/memories"),
         ("GET", "/v1/memories/{memory_id}"), ("PATCH", "/v1/memories/{memory_id}"),
         ("DELETE", "/v1/memories/{memory_id}"), ("GET", "/v1/memories/{memory_id}/history"), ("POST", "/v1/search"),
         ("GET", "/v1/entities"), ("GET", "/v1/facts"), ("GET", "/v1/quarantine"), ("POST", "/v1/quarantine/recheck"),

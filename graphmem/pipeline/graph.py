@@ -200,6 +200,8 @@ class _Item:
     twin: str | None = None
     """Id of the stored open fact this item states again: the store merges it there, so the summary
     and the write name that id (a fresh one would name nothing in the store)."""
+    merged: bool = False
+    """A functional value said again before the next one: the earlier statement's fact holds it."""
 
 
 class _Resolver:
@@ -464,10 +466,20 @@ class GraphPlanner:
             source, relation = first.source.id, first.relation
             stored = [r for r in ctx.relations if r.source_id == source and r.relation == relation
                       and r.valid_to is None]
-            for a, b in itertools.pairwise(accepted):
-                if _object(items[a]) != _object(items[b]):
-                    items[a].valid_to = items[b].valid_from
-            top = items[accepted[-1]]
+            runs: list[list[int]] = []  # one value said again before the next: one fact, from the first
+            for i in accepted:
+                if runs and _object(items[runs[-1][0]]) == _object(items[i]):
+                    runs[-1].append(i)
+                else:
+                    runs.append([i])
+            for run in runs:
+                head = items[run[0]]
+                for i in run[1:]:
+                    items[i].merged = True
+                    head.memory_ids.extend(m for m in items[i].memory_ids if m not in head.memory_ids)
+            for a, b in itertools.pairwise(runs):
+                items[a[0]].valid_to = items[b[0]].valid_from
+            top = items[runs[-1][0]]
             for r in stored:
                 if (r.target_id, r.value) == _object(top):
                     continue
@@ -492,6 +504,8 @@ class GraphPlanner:
         """One accepted fact; the same open fact stated again in the batch (by the caller and the
         extractor, or by two memories) only adds its provenance, as a stored twin would."""
         assert it.relation is not None
+        if it.merged:
+            return
         key = (it.source.id, it.relation, _object(it))
         twin = next((r for r in out.change.relations if r.valid_to is None and it.valid_to is None
                      and (r.source_id, r.relation, (r.target_id, r.value)) == key), None)
