@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-extraction shacl-tests notebooks-strip clean
+.PHONY: demo test lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,9 @@ bench-store: venv  ## batched vs single writes and search latency, both backends
 
 bench-ingest: venv  ## add(infer=True) throughput with an instant stand-in LLM, both backends
 	bash tools/with-neo4j.sh $(BIN)/python bench/ingest.py $(ARGS)
+
+bench-add-many: venv  ## add_many against one add per item (rules and verbatim), both backends
+	bash tools/with-neo4j.sh $(BIN)/python bench/add_many.py $(ARGS)
 
 bench-race: venv  ## concurrent writers released together: duplicates, open functional values, dry_run (both backends)
 	bash tools/with-neo4j.sh $(BIN)/python bench/race.py $(ARGS)

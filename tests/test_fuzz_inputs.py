@@ -299,7 +299,31 @@ SCOPE = {
     "run_id": Arg(st.sampled_from([None, None, None, "run-1"]), HOSTILE),
 }
 BOOL = Arg(st.booleans(), st.one_of(st.sampled_from([0, 1, "yes", "", None, np.bool_(True)]), HOSTILE))
+VALID_ITEM = st.one_of(VALID_MESSAGES, st.fixed_dictionaries(
+    {"messages": VALID_MESSAGES},
+    optional={"timestamp": st.one_of(st.none(), VALID_TIME), "triples": VALID_TRIPLES, "metadata": VALID_METADATA,
+              "infer": st.just(False)}))
+HOSTILE_ITEM = st.one_of(
+    SMALL_HOSTILE_MESSAGES,
+    st.builds(lambda m, t: {"messages": m, "timestamp": t}, VALID_MESSAGES, HOSTILE_TIME),
+    st.builds(lambda m, t: {"messages": m, "triples": t}, VALID_MESSAGES, HOSTILE_TRIPLES),
+    st.builds(lambda m, meta: {"messages": m, "metadata": meta}, VALID_MESSAGES, HOSTILE_METADATA),
+    st.builds(lambda m, u: {"messages": m, "user_id": u}, VALID_MESSAGES, HOSTILE.filter(_never_valid_scope)),
+    st.builds(lambda m: {"messages": m, "usr_id": UID}, VALID_MESSAGES),
+    st.just({"messages": []}), st.just({}), HOSTILE,
+)
+HOSTILE_ITEMS = st.one_of(
+    st.builds(lambda ok, bad, at: [*ok[:at], bad, *ok[at:]], st.lists(VALID_ITEM, max_size=3), HOSTILE_ITEM,
+              st.integers(0, 3)),
+    st.builds(lambda n: ["x"] * n, st.just(10_001)), TEXT, HOSTILE,
+)
 SPECS: dict[str, dict[str, Arg]] = {
+    "add_many": {"items": Arg(st.lists(VALID_ITEM, max_size=4), HOSTILE_ITEMS, optional=False), **SCOPE,
+                 "metadata": Arg(VALID_METADATA, HOSTILE_METADATA),
+                 "infer": Arg(st.sampled_from([False, False, True]), BOOL.hostile),
+                 "memory_type": Arg(st.sampled_from([None, "semantic", "episodic", "procedural"]),
+                                    st.one_of(TEXT, HOSTILE)),
+                 "expires_at": Arg(st.one_of(st.none(), FUTURE), HOSTILE_TIME)},
     "add": {"messages": Arg(VALID_MESSAGES, HOSTILE_MESSAGES, optional=False), **SCOPE,
             "metadata": Arg(VALID_METADATA, HOSTILE_METADATA), "infer": Arg(st.sampled_from([False, False, True]),
                                                                              BOOL.hostile),
@@ -580,6 +604,7 @@ def _fuzz(method: str) -> Callable[..., None]:
 
 
 test_fuzz_add = _fuzz("add")
+test_fuzz_add_many = _fuzz("add_many")
 test_fuzz_search = _fuzz("search")
 test_fuzz_get = _fuzz("get")
 test_fuzz_get_all = _fuzz("get_all")

@@ -83,7 +83,7 @@ def extractor(m: Memory) -> LLMExtractor:
 
 
 def attempt(m: Memory, proxy: RecordingProxy, test: str, what: str, messages: list[dict[str, str]],
-            uid: str) -> tuple[dict[str, Any] | None, GraphmemError | None, list[Exchange]]:
+            uid: str, **add: Any) -> tuple[dict[str, Any] | None, GraphmemError | None, list[Exchange]]:
     """One ``add``: its result or its graphmem error, the calls it made; anything else fails the test,
     and so does a failed ``add`` that changed the store."""
     before = contents(m, uid)
@@ -93,7 +93,7 @@ def attempt(m: Memory, proxy: RecordingProxy, test: str, what: str, messages: li
     out: dict[str, Any] | None = None
     error: GraphmemError | None = None
     try:
-        out = m.add(messages, user_id=uid)
+        out = m.add(messages, user_id=uid, **add)
     except GraphmemError as exc:
         error = exc
     except BaseException as exc:  # the point: name what escaped
@@ -160,6 +160,26 @@ def test_auto_mode_falls_back_from_json_schema_to_json_object(tmp_path: Path, pr
         assert any(c.format == "json_object" for c in calls[1:]), "no json_object call after the refusal"
         _out, error, calls = attempt(m, proxy, "auto mode, second add", "auto", CONVERSATIONS["allergy"], uid)
         assert calls and {c.format for c in calls} == {"json_object"}, "the fallback was not remembered"
+
+
+def test_with_room_to_answer_an_add_succeeds_and_the_guard_judges_the_models_facts(
+        tmp_path: Path, proxy: RecordingProxy, uid: str, n_ctx: int) -> None:
+    """The lists in the schema are capped by the chunk's lines, so the grammar closes them even when
+    this model repeats an item; with the window's room to answer, the add goes through: the memory is
+    stored and every triple the model made up is either a fact or quarantined with its SHACL reasons.
+    The timestamp is fixed so the prompt, and the greedy answer, are the same on every run."""
+    said = [{"role": "user", "content": "Hi, I'm Maya and I live in Lisbon. I'm allergic to peanuts."}]
+    with make_memory(tmp_path, proxy, structured_output="json_object", context_tokens=n_ctx) as m:
+        out, error, calls = attempt(m, proxy, "room to answer", f"context_tokens={n_ctx}, default output limit",
+                                    said, uid, timestamp="2024-05-14T10:30:00Z")
+        assert error is None, error
+        assert out is not None and any(r["event"] == "ADD" for r in out["results"])
+        assert calls and all(c.status == 200 for c in calls)
+        stored = m.get_all(user_id=uid)["results"]
+        assert stored and all("Maya" in r["memory"] or "peanut" in r["memory"] or "Lisbon" in r["memory"]
+                              for r in stored), [r["memory"] for r in stored]
+        for q in m.rejected(user_id=uid):
+            assert q["reasons"], q
 
 
 def fits(calls: list[Exchange], n_ctx: int) -> list[str]:
