@@ -125,3 +125,14 @@ def test_a_value_said_twice_before_the_next_is_one_fact(mem: Memory, uid: str) -
     lived = sorted((f["valid_from"], f["target"]["name"], f["valid_to"], len(f["memories"])) for f in facts)
     assert lived == [("2024-01-01T00:00:00Z", "Lisbon", "2024-03-01T00:00:00Z", 2),
                      ("2024-03-01T00:00:00Z", "Madrid", None, 1)]
+
+
+def test_a_near_duplicate_in_a_later_item_is_the_earlier_items_memory(tmp_path: Path, uid: str) -> None:
+    cfg = MemoryConfig.load(make_config("sqlite", tmp_path, dedup={"memory_similarity": 0.9}))
+    with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+        said = [[{"role": "user", "name": "Rui", "content": t}]
+                for t in ("I really like green tea in the morning.", "I really like green tea in the morning!")]
+        one, two = m.add_many(said, user_id=uid)["items"]
+        assert [r["event"] for r in one["results"] + two["results"]] == ["ADD", "NONE"]
+        assert two["results"][0]["id"] == one["results"][0]["id"]
+        assert len(m.get_all(user_id=uid)["results"]) == 1

@@ -4,7 +4,8 @@ With ``infer=False`` every message is stored as a memory verbatim. With ``infer=
 conversation is chunked by token budget, every chunk is extracted (LLM, or the rule-based extractor
 when no LLM is configured), and the extracted memories and triples take the same path as verbatim
 ones: deduplication, embedding in one batch, entity resolution, conflict resolution, the SHACL guard
-(with one repair round for extracted triples), then a single atomic write.
+(with one repair round for extracted triples), then a single atomic write. ``add_many`` takes
+several requests down the same path: consecutive ones of one scope are planned and written as one.
 """
 
 from __future__ import annotations
@@ -268,19 +269,22 @@ class Ingestor:
         by_id = {d.id: v for d, v in zip(new, matrix, strict=True)}
         threshold = self.config.dedup.memory_similarity
         if near and threshold < 1.0 and new:
-            unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            # across the requests of an add_many, as if each earlier one had been stored already
+            items = np.array([d.item for d in new])
+            across = len(set(items.tolist())) > 1
+            unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12) if across else matrix
             kept: list[int] = []  # new drafts that stay new, in order
             for j, (d, hit) in enumerate(zip(new, self.store.nearest(scope, matrix), strict=True)):
                 if hit is not None and hit[1] >= threshold:
                     d.id, d.event, d.hash = hit[0], EventType.NONE, ""
                     continue
-                # as if each earlier request of an add_many had been stored already
-                others = [k for k in kept if new[k].item != d.item]
-                sims = unit[others] @ unit[j] if others else np.zeros(0)
-                if sims.size and sims.max() >= threshold:
-                    d.id, d.event, d.hash = new[others[int(sims.argmax())]].id, EventType.NONE, ""
-                else:
-                    kept.append(j)
+                if across and kept:
+                    sims = np.where(items[kept] != d.item, unit[kept] @ unit[j], -np.inf)
+                    best = int(sims.argmax())
+                    if sims[best] >= threshold:
+                        d.id, d.event, d.hash = new[kept[best]].id, EventType.NONE, ""
+                        continue
+                kept.append(j)
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, scope: Scope, drafts: list[Draft], facts: list[Fact], now: datetime,
