@@ -127,6 +127,39 @@ def test_a_value_said_twice_before_the_next_is_one_fact(mem: Memory, uid: str) -
                      ("2024-03-01T00:00:00Z", "Madrid", None, 1)]
 
 
+def test_a_stored_value_said_again_after_another_is_a_new_fact(mem: Memory, uid: str) -> None:
+    """Oslo stored; then Oslo, Lima, Oslo, Lima, Oslo in one write. The stored Oslo holds the first
+    run and ends when Lima starts; each later Oslo is a fact of its own (a first plan merged every
+    Oslo into the stored one and closed it where the last value started)."""
+    def say(city: str, when: str) -> dict[str, Any]:  # a text per date: no memory is a duplicate
+        text = f"On {when} I live in {city}."
+        return {"messages": [{"role": "user", "name": "Ines", "content": text}], "timestamp": when}
+
+    later = [say(c, f"2024-0{k + 2}-01") for k, c in enumerate(["Oslo", "Lima", "Oslo", "Lima", "Oslo"])]
+    expected = [("2024-01-01", "Oslo", "2024-03-01", 2), ("2024-03-01", "Lima", "2024-04-01", 1),
+                ("2024-04-01", "Oslo", "2024-05-01", 1), ("2024-05-01", "Lima", "2024-06-01", 1),
+                ("2024-06-01", "Oslo", None, 1)]
+    for user, write in ((f"{uid}-one", lambda: [mem.add(**it, user_id=f"{uid}-one") for it in later]),
+                        (f"{uid}-many", lambda: mem.add_many(later, user_id=f"{uid}-many"))):
+        mem.add(**say("Oslo", "2024-01-01"), user_id=user)
+        write()
+        facts = mem.facts(user_id=user, include_closed=True)["results"]
+        lived = sorted((f["valid_from"][:10], f["target"]["name"], f["valid_to"] and f["valid_to"][:10],
+                        len(f["memories"])) for f in facts)
+        assert lived == expected, user
+
+
+def test_an_older_value_in_a_write_becomes_history_before_the_stored_one(mem: Memory, uid: str) -> None:
+    mem.add(messages=[{"role": "user", "name": "Ines", "content": "I live in Oslo."}], timestamp="2024-06-01",
+            user_id=uid)
+    mem.add_many([{"messages": [{"role": "user", "name": "Ines", "content": f"I live in {c}."}], "timestamp": t}
+                  for c, t in (("Lima", "2024-01-01"), ("Quito", "2024-02-01"))], user_id=uid)
+    facts = mem.facts(user_id=uid, include_closed=True)["results"]
+    lived = sorted((f["valid_from"][:10], f["target"]["name"], f["valid_to"] and f["valid_to"][:10]) for f in facts)
+    assert lived == [("2024-01-01", "Lima", "2024-02-01"), ("2024-02-01", "Quito", "2024-06-01"),
+                     ("2024-06-01", "Oslo", None)]
+
+
 def test_a_near_duplicate_in_a_later_item_is_the_earlier_items_memory(tmp_path: Path, uid: str) -> None:
     cfg = MemoryConfig.load(make_config("sqlite", tmp_path, dedup={"memory_similarity": 0.9}))
     with Memory(cfg, embedder=HashingEmbedder(384)) as m:

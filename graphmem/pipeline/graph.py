@@ -387,10 +387,11 @@ class GraphPlanner:
                 verdicts[i] = v
         final = [v for v in verdicts if v is not None]
         self._settle(items, final, groups, ctx)
+        closed = {r.id for it in items for r in it.closes}
         open_facts = {(r.source_id, r.relation, (r.target_id, r.value)): r.id for r in ctx.relations
-                      if r.valid_to is None}
+                      if r.valid_to is None and r.id not in closed}
         for it in items:
-            if it.valid_to is None:
+            if it.twin is None and it.valid_to is None:
                 it.twin = open_facts.get((it.source.id, it.relation or "", _object(it)))
         for it in items:  # a closed fact's other end changes too: the store locks it
             for r in it.closes:
@@ -436,8 +437,8 @@ class GraphPlanner:
 
     def _functional_groups(self, items: list[_Item], ctx: GraphContext) -> tuple[list[list[int]], set[str]]:
         """Items stating values of one functional property of one subject, oldest first, and the
-        stored open edges that a newer value in the batch may replace (left out of the guard's
-        context: the guard judges the state after the update)."""
+        subject's stored open edges of that property (left out of the guard's context: with the
+        batch's values they form one timeline, each value judged as its own state)."""
         by_key: dict[tuple[str, str], list[int]] = {}
         for i, it in enumerate(items):
             rel = self.ontology.relations.get(it.relation or "")
@@ -445,48 +446,52 @@ class GraphPlanner:
                 by_key.setdefault((it.source.id, rel.iri), []).append(i)
         groups = [sorted(g, key=lambda i: (items[i].valid_from, i)) for g in by_key.values()]
         replaced: set[str] = set()
-        for (source, relation), members in by_key.items():
-            newest = max(items[i].valid_from for i in members)
-            for r in ctx.relations:
-                if r.source_id == source and r.relation == relation and r.valid_to is None and (
-                        r.valid_from is None or r.valid_from <= newest):
-                    replaced.add(r.id)
+        for source, relation in by_key:
+            replaced.update(r.id for r in ctx.relations
+                            if r.source_id == source and r.relation == relation and r.valid_to is None)
         return groups, replaced
 
     def _settle(self, items: list[_Item], verdicts: list[Verdict], groups: list[list[int]],
                 ctx: GraphContext) -> None:
-        """Decide validity for each functional group from what was accepted: the newest accepted
-        value is open and closes the stored open value (unless that one is newer: then the new value
-        is history); older accepted values in the batch end where the next accepted one starts."""
+        """Decide validity for each functional group from what was accepted.
+
+        The subject's stored open values and the accepted items form one timeline, oldest first (a
+        stored value before an item of the same time). Consecutive equal values are one fact: the
+        stored one when the run holds it (its first item then carries the others' provenance to its
+        id), else the run's first item. Each fact ends where the next one starts, so a stored value
+        is closed by the head of the run after it, and the last run stays open."""
         for group in groups:
             accepted = [i for i in group if verdicts[i].accepted]
             if not accepted:
                 continue
-            first = items[group[0]]
-            source, relation = first.source.id, first.relation
-            stored = [r for r in ctx.relations if r.source_id == source and r.relation == relation
+            first = items[accepted[0]]
+            stored = [r for r in ctx.relations if r.source_id == first.source.id and r.relation == first.relation
                       and r.valid_to is None]
-            runs: list[list[int]] = []  # one value said again before the next: one fact, from the first
-            for i in accepted:
-                if runs and _object(items[runs[-1][0]]) == _object(items[i]):
-                    runs[-1].append(i)
+            timeline: list[tuple[datetime | None, tuple[str | None, str | None], Relation | int]] = [
+                *((r.valid_from, (r.target_id, r.value), r) for r in stored),
+                *((items[i].valid_from, _object(items[i]), i) for i in accepted)]
+            timeline.sort(key=lambda e: (e[0] is not None, e[0] or 0, isinstance(e[2], int)))
+            runs: list[list[Relation | int]] = []
+            for k, (_, obj, element) in enumerate(timeline):
+                if k and obj == timeline[k - 1][1]:
+                    runs[-1].append(element)
                 else:
-                    runs.append([i])
-            for run in runs:
-                head = items[run[0]]
-                for i in run[1:]:
-                    items[i].merged = True
-                    head.memory_ids.extend(m for m in items[i].memory_ids if m not in head.memory_ids)
-            for a, b in itertools.pairwise(runs):
-                items[a[0]].valid_to = items[b[0]].valid_from
-            top = items[runs[-1][0]]
-            for r in stored:
-                if (r.target_id, r.value) == _object(top):
-                    continue
-                if r.valid_from is not None and r.valid_from > top.valid_from:
-                    top.valid_to = r.valid_from  # the batch states an older fact: it becomes history
-                else:
-                    top.closes.append(r)
+                    runs.append([element])
+            for run, after in itertools.zip_longest(runs, runs[1:]):
+                anchor = next((e for e in run if isinstance(e, Relation)), None)
+                members = [items[e] for e in run if isinstance(e, int)]
+                nxt = after[0] if after else None
+                if members:
+                    head = members[0]
+                    for it in members[1:]:
+                        it.merged = True
+                        head.memory_ids.extend(m for m in it.memory_ids if m not in head.memory_ids)
+                    if anchor is not None:
+                        head.twin = anchor.id  # the stored fact holds the run (its end is a close)
+                    if nxt is not None:
+                        head.valid_to = nxt.valid_from if isinstance(nxt, Relation) else items[nxt].valid_from
+                if anchor is not None and isinstance(nxt, int):
+                    items[nxt].closes.append(anchor)
 
     @staticmethod
     def _guard_triple(it: _Item, key: dict[str, str]) -> Triple:

@@ -155,8 +155,10 @@ def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
     """Apply the graph part of a :class:`GraphWrite` (memories and events are the caller's).
 
     A second entity of one scope and name fails the ``entities_identity`` index (the caller turns
-    that into a conflict). Entity updates add classes and aliases to the stored lists rather than
-    replacing them, so two writers growing one entity both keep what they added."""
+    that into a conflict). A fact merges into the stored fact of its id (the planner names the
+    stored fact a run of one value restates), else, when open, into an open twin of the same key.
+    Entity updates add classes and aliases to the stored lists rather than replacing them, so two
+    writers growing one entity both keep what they added."""
     for item in change.entities:
         e = item.entity
         conn.execute(
@@ -183,12 +185,17 @@ def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
                          [(e.id, k) for k in _entity_keys(e)])
     conn.executemany("INSERT OR IGNORE INTO mentions (memory_id, entity_id) VALUES (?, ?)", change.mentions)
     result = WriteResult()
+    # Closes first: a fact stated again after a closed value is a new fact, not the closed one.
+    conn.executemany("UPDATE relations SET valid_to = ? WHERE id = ? AND valid_to IS NULL",
+                     [(iso(at), rid) for rid, at in change.closes])
     for rel in change.relations:
-        twin = conn.execute(
-            "SELECT id FROM relations WHERE source_id = ? AND relation = ? AND target_id IS ? AND value IS ? "
-            "AND datatype IS ? AND valid_to IS NULL",
-            (rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype),
-        ).fetchone()
+        twin = conn.execute("SELECT id FROM relations WHERE id = ?", (rel.id,)).fetchone()
+        if twin is None and rel.valid_to is None:
+            twin = conn.execute(
+                "SELECT id FROM relations WHERE source_id = ? AND relation = ? AND target_id IS ? AND value IS ? "
+                "AND datatype IS ? AND valid_to IS NULL",
+                (rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype),
+            ).fetchone()
         if twin is None:
             conn.execute(
                 "INSERT INTO relations (id, source_id, relation, target_id, value, datatype, valid_from, valid_to, "
@@ -204,8 +211,6 @@ def write_graph(conn: sqlite3.Connection, change: GraphWrite) -> WriteResult:
             result.merged.append(rid)
         conn.executemany("INSERT OR IGNORE INTO relation_support (relation_id, memory_id) VALUES (?, ?)",
                          [(rid, m) for m in rel.memory_ids])
-    conn.executemany("UPDATE relations SET valid_to = ? WHERE id = ? AND valid_to IS NULL",
-                     [(iso(at), rid) for rid, at in change.closes])
     for q in change.quarantine:
         conn.execute(
             "INSERT INTO quarantine (id, triple, reasons, memory_ids, ontology, status, user_id, agent_id, run_id, "

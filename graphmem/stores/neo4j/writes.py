@@ -360,6 +360,8 @@ def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | Non
             for part in chunks(ids, batch):
                 yield run(query, ids=part, fetch="consume")
 
+    if change.closes:  # first: a fact stated again after a closed value is a new fact
+        yield from _close(scope, change, batch)
     result = yield from _write_facts(change, types, seq + len(change.entities), batch)
 
     # Mentions: the given ones, plus supporting memory -> subject for every fact written or merged.
@@ -371,9 +373,6 @@ def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | Non
             linked = (yield run(query, params, rows=chunk, fetch="single"))
             if linked is not None and linked["missing"]:
                 raise StoreError(f"mentions name unknown entities {linked['missing'][:5]}; nothing was written")
-
-    if change.closes:
-        yield from _close(scope, change, batch)
 
     if change.quarantine:
         rows = [
@@ -401,7 +400,8 @@ def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | Non
 
 
 def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int) -> Statements[WriteResult]:
-    """Create facts, or add provenance to an open twin (same subject, relation and object).
+    """Create facts, or add provenance to the stored fact of the same id or, for an open fact, to
+    an open twin (same subject, relation and object).
 
     Twins stored before this write are found after locking the subjects; twins within the write
     are resolved here in order, as the SQLite store's row-by-row inserts would.
@@ -413,8 +413,8 @@ def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int
     lookup: dict[str, list[dict[str, Any]]] = {}
     for i, rel in enumerate(change.relations):
         lookup.setdefault(types[rel.relation], []).append(
-            {"i": i, "source": rel.source_id, "relation": rel.relation, "target": rel.target_id,
-             "value": rel.value, "datatype": rel.datatype}
+            {"i": i, "id": rel.id, "open": rel.valid_to is None, "source": rel.source_id, "relation": rel.relation,
+             "target": rel.target_id, "value": rel.value, "datatype": rel.datatype}
         )
     stored: dict[int, str] = {}
     for rtype, rows in lookup.items():
@@ -428,10 +428,11 @@ def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int
     new: list[_NewFact] = []
     for i, rel in enumerate(change.relations):
         key = (rel.source_id, rel.relation, rel.target_id, rel.value, rel.datatype)
-        twin = open_now.get(key)
+        twin = open_now.get(key) if rel.valid_to is None and i not in stored else None
         if twin is None and i in stored:
             twin = merges.setdefault(stored[i], _Merge(stored[i], rel.source_id, types[rel.relation]))
-            open_now[key] = twin
+            if rel.valid_to is None:
+                open_now[key] = twin
         if twin is not None:
             twin.mids.extend(m for m in rel.memory_ids if m not in twin.mids)
             result.merged.append(twin.id if isinstance(twin, _Merge) else twin.rel.id)

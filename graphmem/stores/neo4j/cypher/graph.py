@@ -77,12 +77,12 @@ SET e._lock = true REMOVE e._lock
 _FIND_TWINS: Final = """
 UNWIND $rows AS r
 MATCH (s:Entity {{id: r.source}})-[x:`{rtype}`]->(o)
-WHERE x.relation = r.relation AND x.valid_to IS NULL AND CASE
+WHERE x.id = r.id OR r.open AND x.relation = r.relation AND x.valid_to IS NULL AND CASE
     WHEN r.target IS NOT NULL THEN o:Entity AND o.id = r.target
     ELSE o:Value AND o.value = r.value AND coalesce(o.datatype = r.datatype, o.datatype IS NULL AND r.datatype IS NULL)
 END
 RETURN r.i AS i, x.id AS id
-ORDER BY x.created_at, x.seq, x.id
+ORDER BY x.id <> r.id, x.created_at, x.seq, x.id
 """
 _CREATE_FACTS: Final = """
 UNWIND $rows AS r
@@ -109,7 +109,8 @@ SET x.memory_ids = had + [m IN r.mids WHERE NOT m IN had]
 
 
 def find_twins(rtype: str) -> str:
-    """Open facts of type ``rtype`` (checked by :func:`.naming.rel_type`) equal to ``$rows``."""
+    """Stored facts of type ``rtype`` (checked by :func:`.naming.rel_type`) that ``$rows`` merge into:
+    the fact of the row's id, else, for an open row, an open fact of the same object."""
     return _FIND_TWINS.format(rtype=rtype)
 
 
