@@ -74,7 +74,7 @@ PEERS := .cache/bench-peers
 bench-peers:  ## mem0 2.2.1 (local Qdrant, offline) and graphmem side by side on the same data (own virtualenv in .cache/bench-peers)
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
-	cd /tmp && MEM0_TELEMETRY=False $(PEERS)/bin/python $(CURDIR)/bench/peers.py $${PEERS_DATA:-$(CURDIR)/../shared/data/locomo-dev.json.gz} --out $(CURDIR)/bench/results/peers.json $(ARGS)
+	cd /tmp && MEM0_TELEMETRY=False $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $${PEERS_DATA:-$(CURDIR)/../shared/data/locomo-dev.json.gz} --out $(CURDIR)/bench/results/peers.json $(ARGS)
 
 bench-startup: venv  ## import, CLI and first add+search times of fresh processes, against a baseline commit
 	$(BIN)/python bench/startup.py $(ARGS)

@@ -71,6 +71,17 @@ def mem0_memory(home: Path, model_path: str) -> Any:
     })
 
 
+def mem0_features(m0: Any) -> dict[str, bool]:
+    """Which of mem0's search signals ran (read after the searches, from mem0 2.2.1's own flags).
+    Offline, its BM25 (fastembed's ``Qdrant/bm25``, from the Hugging Face hub) and its entity boost
+    (spaCy's ``en_core_web_sm``, from GitHub) cannot load: mem0 then logs a warning and searches
+    without them, so the table must say so."""
+    from mem0.utils import spacy_models
+
+    return {"vector": True, "bm25": bool(getattr(m0.vector_store, "_bm25_encoder", None)),
+            "entity_boost": getattr(spacy_models, "_nlp_full", None) is not None}
+
+
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
@@ -157,6 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     for k in ks:
                         hits[name][f"@{k}"].append(len(gold & set(ranked[:k])) / len(gold))
         systems = {"rules": rules, "verbatim": verbatim}
+        mem0_search = mem0_features(m0)
     finally:
         for mem in systems.values():
             mem.close()
@@ -186,6 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    "k": ks, "top_k": top, "mem0": getattr(mem0, "__version__", "unknown"),
                    "graphmem_search": "default hybrid, rule-extracted store, message granularity",
                    "embedder": "all-MiniLM-L6-v2 (one model object for both)",
+                   "mem0_search_signals": mem0_search,
                    "load_average": os.getloadavg()},
     }
 
@@ -201,6 +214,7 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{r[name][k]:.3f}" for k in ks)
                      + f" | {w['p50']} / {w['p95']} | {c['p50']} / {c['p95']} | {a[adder]} |")
     lines.append(f"graphmem add(infer=False): {a['graphmem_verbatim']}/s; ratios: {json.dumps(result['ratios'])}")
+    lines.append(f"mem0 search signals that ran: {json.dumps(result['config']['mem0_search_signals'])}")
     return "\n".join(lines)
 
 

@@ -198,8 +198,8 @@ class _Item:
     valid_to: datetime | None = None
     quarantine_id: str | None = None
     twin: str | None = None
-    """Id of the stored open fact this item states again: the store merges it there, so the summary
-    and the write name that id (a fresh one would name nothing in the store)."""
+    """Id of the stored open fact this item states again (maybe closed by a later value of the same
+    write): the store merges it there by id, so the summary and the write name that id."""
     merged: bool = False
     """A functional value said again before the next one: the earlier statement's fact holds it."""
 
