@@ -7,14 +7,16 @@ Needs ``mem0ai`` (2.2.1 measured) next to ``graphmem[local]``: ``make bench-peer
 ``.cache/bench-peers`` (mem0 is a dependency of this benchmark only, never of the package).
 
 Both systems run offline: mem0 on its local Qdrant (on disk) and SQLite history, ``add(infer=False)`` and
-its default search (vector, BM25 and entity boost); graphmem on its embedded SQLite store, every doc added
-twice, into two stores: ``add(infer=False)`` (verbatim, like mem0's) and ``add`` with the rule extractor
-(entities and facts, the store graphmem searches by default); then, into a third store, the same docs
-through ``add_many`` (rules), one call per collection, timed as a whole (mem0 has no batch add). One
-all-MiniLM-L6-v2 model object embeds for all. Each doc is added to each system in turn, the first system alternating from doc to doc, and so is each
-query, so load on the machine falls on both alike. Search latency is timed twice per query: with the query
-embedding (a cold call) and without it (the vector served from a cache filled by the first call). Recall@k
-maps results to docs by the ``doc_id`` metadata both stores keep, as ``bench/retrieval.py`` does.
+its default search (vector, plus BM25 and entity boost when their models load: offline they do not, and
+the JSON records which signals ran); graphmem on its embedded SQLite store, every doc added twice, into
+two stores: ``add(infer=False)`` (verbatim, like mem0's) and ``add`` with the rule extractor (entities
+and facts, the store graphmem searches by default); then, into a third store, the same docs through
+``add_many`` (rules), one call per collection, timed as a whole (mem0 has no batch add). One
+all-MiniLM-L6-v2 model object embeds for all. Each doc is added to each system in turn, the first
+system alternating from doc to doc, and so is each query, so load on the machine falls on both alike.
+Search latency is timed twice per query: with the query embedding (a cold call) and without it (the
+vector served from a cache filled by the first call). Recall@k maps results to docs by the ``doc_id``
+metadata both stores keep, as ``bench/retrieval.py`` does.
 """
 
 from __future__ import annotations

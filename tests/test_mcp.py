@@ -36,8 +36,8 @@ from tests.conftest import make_config
 from tests.test_readme import readme_blocks
 from tests.test_rest import FaultyStore, _free_port, _graphmem
 
-TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "delete_memory", "list_entities",
-         "list_facts", "list_rejected"}
+TOOLS = {"add_memory", "add_memories", "search_memories", "get_memory", "list_memories", "delete_memory",
+         "list_entities", "list_facts", "list_rejected"}
 TRIPLES = [
     {"source": "Wei", "relation": "lives in", "target": "Beijing", "source_type": "Person", "target_type": "City"},
     {"source": "Wei", "relation": "born in", "target": "Shanghai Tower", "target_type": "Organization"},
@@ -96,7 +96,8 @@ def test_tools_are_listed_with_their_schemas(tmp_path: Path) -> None:
                 assert tool.description and len(tool.description) > 40, name
                 assert tool.output_schema is not None and tool.output_schema["type"] == "object", name
                 assert tool.annotations is not None
-                assert tool.annotations.read_only_hint is (name not in {"add_memory", "delete_memory"}), name
+                writes = {"add_memory", "add_memories", "delete_memory"}
+                assert tool.annotations.read_only_hint is (name not in writes), name
             assert tools["delete_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
             search = tools["search_memories"].input_schema
             assert search["required"] == ["query"] and "explain" in search["properties"]
@@ -152,6 +153,18 @@ def test_every_tool_over_stdio(backend: str, tmp_path: Path, uid: str) -> None:
                                                                      "message": "memory deleted"}
             assert (await tool_error(c, "get_memory", memory_id=mid)).endswith(
                 f"NotFoundError: no memory {mid!r} in scope {{'user_id': {uid!r}}}")
+
+            many = await call(c, "add_memories", infer=False, items=[
+                {"text": "I moved to Shanghai", "timestamp": "2024-01-01", "metadata": {"kind": "move"},
+                 "triples": [{"source": "Wei", "relation": "lives in", "target": "Shanghai"}]},
+                {"text": "note number 0"}])  # said before: nothing stored twice
+            assert [it["results"][0]["event"] for it in many["items"]] == ["ADD", "NONE"]
+            assert [r["target"] for r in many["items"][0]["relations"]["added"]] == ["Shanghai"]
+            moved = many["items"][0]["results"][0]["id"]
+            assert (await call(c, "get_memory", memory_id=moved))["metadata"] == {"kind": "move"}
+            assert "items[1]" in await tool_error(c, "add_memories", items=[{"text": "fine"}, {"text": " "}])
+            assert "Extra inputs" in await tool_error(c, "add_memories", items=[{"text": "x", "user_id": "other"}])
+            assert await call(c, "delete_memory", memory_id=moved)
 
             # bad input is a tool error with the typed error's message; the server goes on
             assert "InvalidInputError" in await tool_error(c, "search_memories", query="   ")

@@ -75,6 +75,24 @@ IsoTime = Annotated[str | None, Field(description="ISO-8601 time, e.g. 2024-05-0
 MemoryId = Annotated[str, Field(description="A memory id from an earlier result")]
 
 
+class NoteIn(BaseModel):
+    """One thing to remember in ``add_memories``: ``add_memory``'s arguments, less ``infer``."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: Annotated[str, Field(description="What to remember, e.g. a message of the user")]
+    timestamp: Annotated[IsoTime, Field(description="When it was said (resolves 'yesterday'); default now")] = None
+    metadata: Annotated[dict[str, Any] | None, Field(description="JSON metadata stored with it")] = None
+    memory_type: Literal["semantic", "episodic", "procedural"] | None = None
+    triples: Annotated[list[s.TripleIn] | None, Field(description="Facts to store with it")] = None
+
+    def add_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {"messages": {"role": "user", "content": self.text}, "timestamp": self.timestamp,
+                                "metadata": self.metadata, "memory_type": self.memory_type,
+                                "triples": None if self.triples is None else
+                                [t.model_dump(exclude_none=True) for t in self.triples]}
+        return {k: v for k, v in args.items() if v is not None}
+
+
 class _Answer:
     """Builds one tool's answer; the scope function is the server's (fixed or per request)."""
 
@@ -125,6 +143,17 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         facts = None if triples is None else [t.model_dump(exclude_none=True) for t in triples]
         return answer(ctx, lambda m, sc: m.add({"role": "user", "content": text}, metadata=metadata, infer=infer,
                                                 timestamp=timestamp, memory_type=memory_type, triples=facts, **sc))
+
+    def add_memories(
+        items: Annotated[list[NoteIn], Field(min_length=1, description="The things to remember, oldest first")],
+        infer: Annotated[bool, Field(description="Extract memories, entities and facts from each text (else "
+                                                 "store each verbatim as one memory)")] = True,
+        *, ctx: Context,
+    ) -> Annotated[CallToolResult, s.AddManyResponse]:
+        """Remember several things at once (a conversation's history, notes to import): embedded and written in
+        bulk, each checked before anything is written. Returns add_memory's answer for each item, in order."""
+        batch = [it.add_args() for it in items]
+        return answer(ctx, lambda m, sc: m.add_many(batch, infer=infer, **sc))
 
     def search_memories(
         query: Annotated[str, Field(description="A question or keywords")],
@@ -188,6 +217,7 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
     read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     tools = [
         _strict(add_memory, ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)),
+        _strict(add_memories, ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)),
         _strict(search_memories, read), _strict(get_memory, read), _strict(list_memories, read),
         _strict(delete_memory, ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                                open_world_hint=False)),
