@@ -373,9 +373,15 @@ def entities(conn: sqlite3.Connection, scope: Scope, ids: Sequence[str]) -> dict
 def entity_memories(
     conn: sqlite3.Connection, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
 ) -> dict[str, tuple[int, list[str]]]:
-    found = entities(conn, scope, ids)  # the scope test; an entity's mentions are its scope's memories
+    where, params = scope_sql(scope, alias="e", indexed=False)
+    todo = list(dict.fromkeys(ids))
+    found: list[str] = []  # the scope test (no entity is built: an entity's mentions are its scope's memories)
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        found += [r[0] for r in conn.execute(
+            f"SELECT e.id FROM entities e WHERE e.id IN ({_marks(len(part))}) AND {where}", [*part, *params])]
     out: dict[str, tuple[int, list[str]]] = {}
-    todo = list(found)
+    todo = found
     for i in range(0, len(todo), 500):
         part = todo[i : i + 500]
         degree = dict.fromkeys(part, 0)
