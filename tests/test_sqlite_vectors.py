@@ -236,3 +236,44 @@ def test_close_writes_a_snapshot_of_a_big_store_only(tmp_path: Path, monkeypatch
     assert _loaded_from_snapshot(again, monkeypatch)
     _check(again, rng)
     again.close()
+
+
+def test_the_int8_pass_of_a_big_block_returns_the_exact_top_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big block ranks its int8 copy, then re-scores: the hits and scores must be the exact scan's
+    through appends, deletes (rows moved into holes), new vectors, a snapshot and a replay."""
+    import graphmem.stores.sqlite_vectors as sv
+
+    monkeypatch.setattr(sv, "_COARSE_FROM", 64)  # the pass runs from 64 rows, re-scoring 4k or 16
+    monkeypatch.setattr(sv, "_RESCORED_MIN", 16)
+    passes: list[int] = []
+    cdist = sv.numkong.cdist
+
+    def counted(*args: object, **kwargs: object) -> object:
+        passes.append(1)
+        return cdist(*args, **kwargs)
+
+    monkeypatch.setattr(sv.numkong, "cdist", counted)
+    rng = np.random.default_rng(13)
+    db = tmp_path / "q.db"
+    store, other = _open(db), _open(db)
+    alice = _insert(store, rng, SCOPES[0], 300)
+    _insert(store, rng, SCOPES[2], 40)
+    _check(store, rng)
+    assert passes, "the int8 pass did not run"
+    store.delete(alice[10:200:3], SCOPES[0], NOW)
+    for mid in alice[1:9]:
+        other.update(mid, SCOPES[0], MemoryPatch(updated_at=NOW, event_id=str(uuid.uuid4()), vector=_unit(rng)))
+    _insert(other, rng, SCOPES[0], 50)
+    for _ in range(5):
+        _check(store, rng)
+    assert store.optimize()["vectors_snapshot"] is True
+    store.close()
+    _insert(other, rng, SCOPES[0], 20)  # replayed on top of the snapshot
+    again = _open(db)
+    assert _loaded_from_snapshot(again, monkeypatch)
+    passes.clear()
+    for _ in range(5):
+        _check(again, rng)
+    assert passes
+    again.close()
+    other.close()
