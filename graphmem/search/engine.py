@@ -114,7 +114,10 @@ def search_steps(
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
     gq = graph_query(req.text, cfg.graph, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
-    cands, sub = yield Call("search", (req.scope, flt, usable, req.text, n, gq))
+    # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
+    wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
+    cands, sub = yield Call("search", (req.scope, flt, usable if "vector" in wanted else None,
+                                       req.text if "fulltext" in wanted else None, n, gq))
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}

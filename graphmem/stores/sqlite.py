@@ -75,6 +75,7 @@ from .text import fts5_phrase, fts5_query, query_terms
 log = logging.getLogger("graphmem")
 
 SCHEMA_VERSION = "2"
+_MMAP_BYTES = 1 << 40
 _BM25 = "'bm25(1.0, 0.0)'"  # the text column only: scope tokens must not score
 _RANKED = 1_000
 """Rows BM25 ranks per full-text query when the scope and the query's terms allow a bound."""
@@ -240,6 +241,9 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # Reads through a map of the file: a search's row lookups (full-text hits joined to their
+            # memories, the walk's entities and mentions) skip a read() per page; SQLite caps the size
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             conn.create_function("py_casefold", 1, lambda s: s.casefold() if isinstance(s, str) else s,
                                  deterministic=True)
         except (sqlite3.Error, OSError) as exc:
