@@ -340,9 +340,28 @@ def main() -> int:
     p.add_argument("--limit-queries", type=int, default=None)
     p.add_argument("--search", type=json.loads, default=None, metavar="JSON",
                    help='SearchConfig fields for every mode, e.g. \'{"graph": {"max_frontier": 8}}\' (not weights)')
+    p.add_argument("--int8-everywhere", action="store_true",
+                   help="SQLite: rank every tenant's int8 vectors first, re-scoring only 2 rows per candidate "
+                        "(stricter than the default, which keeps tenants under 8,192 rows exact)")
     p.add_argument("--out", default=None)
     args = p.parse_args()
+    if args.int8_everywhere:
+        import numkong
+
+        from graphmem.stores import sqlite_vectors
+
+        sqlite_vectors._COARSE_FROM, sqlite_vectors._RESCORED, sqlite_vectors._RESCORED_MIN = 0, 2, 0
+        int8_pass = numkong.cdist
+        passes = [0]
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            passes[0] += 1
+            return int8_pass(*a, **kw)
+
+        numkong.cdist = counted
     result = run(args)
+    if args.int8_everywhere:
+        result["int8_passes"] = passes[0]  # vector searches (queries and writes) that ranked int8 rows first
     print(table(result))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -241,18 +241,20 @@ def test_close_writes_a_snapshot_of_a_big_store_only(tmp_path: Path, monkeypatch
 def test_the_int8_pass_of_a_big_block_returns_the_exact_top_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A big block ranks its int8 copy, then re-scores: the hits and scores must be the exact scan's
     through appends, deletes (rows moved into holes), new vectors, a snapshot and a replay."""
+    import numkong
+
     import graphmem.stores.sqlite_vectors as sv
 
     monkeypatch.setattr(sv, "_COARSE_FROM", 64)  # the pass runs from 64 rows, re-scoring 4k or 16
     monkeypatch.setattr(sv, "_RESCORED_MIN", 16)
     passes: list[int] = []
-    cdist = sv.numkong.cdist
+    cdist = numkong.cdist
 
     def counted(*args: object, **kwargs: object) -> object:
         passes.append(1)
         return cdist(*args, **kwargs)
 
-    monkeypatch.setattr(sv.numkong, "cdist", counted)
+    monkeypatch.setattr(numkong, "cdist", counted)
     rng = np.random.default_rng(13)
     db = tmp_path / "q.db"
     store, other = _open(db), _open(db)
