@@ -169,3 +169,34 @@ def test_a_near_duplicate_in_a_later_item_is_the_earlier_items_memory(tmp_path: 
         assert [r["event"] for r in one["results"] + two["results"]] == ["ADD", "NONE"]
         assert two["results"][0]["id"] == one["results"][0]["id"]
         assert len(m.get_all(user_id=uid)["results"]) == 1
+
+
+def test_entity_names_not_stored_are_embedded_with_the_memories(backend: str, tmp_path: Path, uid: str) -> None:
+    """A local model's call costs about as much for a short name as for a sentence, so ``add`` makes
+    one embedding call: the memories and the entity names a read found unknown; a stored name is not
+    embedded again."""
+    m = Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384))
+    calls: list[list[str]] = []
+    embed = m.embedder.embed
+
+    def counted(texts: Any) -> Any:
+        calls.append(list(texts))
+        return embed(texts)
+
+    m.embedder.embed = counted  # type: ignore[method-assign]
+    try:
+        def lives(text: str, city: str) -> None:
+            m.add(text, user_id=uid, infer=False, triples=[
+                {"source": "Maya", "relation": "livesIn", "target": city, "source_type": "Person",
+                 "target_type": "City"}])
+
+        lives("Maya lives in Lisbon", "Lisbon")
+        assert calls == [["Maya lives in Lisbon", "Maya", "Lisbon"]]
+        lives("Maya moved to Porto", "Porto")
+        assert calls[1:] == [["Maya moved to Porto", "Porto"]]
+        facts = m.facts(user_id=uid, include_closed=True)["results"]
+        assert sorted((f["target"]["name"], f["valid_to"] is None) for f in facts) == [
+            ("Lisbon", False), ("Porto", True)]
+        assert len({f["source"]["id"] for f in facts}) == 1  # one Maya
+    finally:
+        m.close()

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from ..config import EmbedderConfig
 from ..errors import EmbeddingError
 from .base import Embedder
+from .packing import packer
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -37,6 +38,7 @@ class SentenceTransformerEmbedder(Embedder):
                 else model.get_sentence_embedding_dimension)()
         self.dims = int(dims) if dims else int(self._model.encode(["probe"]).shape[1])
         self.name = f"st:{self.model_name}:{self.dims}"
+        self._packer = packer(self._model, self._batch)
 
     @staticmethod
     def _load(name: str) -> Any:
@@ -59,5 +61,7 @@ class SentenceTransformerEmbedder(Embedder):
             ) from exc
 
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self._packer is not None:
+            return self._packer(texts)
         out = self._model.encode(list(texts), batch_size=self._batch, convert_to_numpy=True)
         return np.asarray(out, dtype=np.float32)

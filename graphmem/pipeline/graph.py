@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from ..embedding import Embedder
@@ -175,6 +176,9 @@ class PlanRequest:
     mentions: Sequence[Mention] = ()
     aliases: dict[str, list[str]] = field(default_factory=dict)
     replacing: str | None = None
+    vectors: Mapping[str, Any] = field(default_factory=dict)
+    """Embeddings made already, by text: ``add`` embeds the names a read found unknown in its one
+    embedding call (see :meth:`GraphPlanner.entity_names`), so resolving them embeds nothing."""
 
     @classmethod
     def shared(cls, scope: Scope, triples: Sequence[TripleInput], memory_ids: Sequence[str], now: datetime,
@@ -210,8 +214,8 @@ class _Resolver:
     compatible type (``dedup.entity_similarity``; the name then becomes an alias); else a new entity."""
 
     def __init__(self, planner: GraphPlanner, scope: Scope, now: datetime, names: dict[str, str],
-                 declared: dict[str, str], aliases: dict[str, list[str]]) -> None:
-        self.planner, self.scope, self.now = planner, scope, now
+                 declared: dict[str, str], aliases: dict[str, list[str]], known: Mapping[str, Any]) -> None:
+        self.planner, self.scope, self.now, self.known = planner, scope, now, known
         self.aliases = {k: [a for a in v if norm_name(a) != k] for k, v in aliases.items()}
         self.by_id: dict[str, Entity] = {}
         self.key_to_id: dict[str, str] = {}
@@ -233,8 +237,7 @@ class _Resolver:
         threshold = self.planner.similarity
         if not keys:
             return
-        vectors = self.planner.embedder.embed([names[k] for k in keys])
-        self._vectors.update({names[k]: v for k, v in zip(keys, vectors, strict=True)})
+        vectors = np.stack(self.vectors([names[k] for k in keys]))
         if threshold >= 1.0:
             return
         onto = self.planner.ontology
@@ -251,7 +254,9 @@ class _Resolver:
             self.aliases.setdefault(k, []).append(names[k])
 
     def vectors(self, names: list[str]) -> list[Any]:
-        missing = [n for n in names if n not in self._vectors]
+        """Each name's embedding: given with the request, made before, or made now in one call."""
+        self._vectors.update((n, self.known[n]) for n in names if n not in self._vectors and n in self.known)
+        missing = list(dict.fromkeys(n for n in names if n not in self._vectors))
         if missing:
             self._vectors.update(zip(missing, self.planner.embedder.embed(missing), strict=True))
         return [self._vectors[n] for n in names]
@@ -298,6 +303,36 @@ class GraphPlanner:
         self.type_untyped = type_untyped
         self.similarity = similarity
 
+    def entity_names(self, triples: Sequence[TripleInput],
+                     mentioned: Sequence[tuple[str, str | None]]) -> dict[str, str]:
+        """Normalized key -> name as first written, of every entity :meth:`plan` resolves for these
+        triples and (name, type) mentions. ``add`` reads which are stored before it embeds, so the
+        unknown ones, which resolving embeds, join its memories' one embedding call: a local model
+        packs them into the memories' rows (:mod:`graphmem.embedding.packing`), a few tokens each
+        instead of a model call of their own."""
+        named = [(name, None) for name, _ in mentioned if norm_name(name)]
+        return self._named(triples, [self._kind(t.relation) for t in triples], named)[0]
+
+    @staticmethod
+    def _named(triples: Sequence[TripleInput], kinds: Sequence[str | None], mentioned: Sequence[tuple[str, str | None]],
+               ) -> tuple[dict[str, str], dict[str, str]]:
+        """Entity names (key -> name as first written) and declared classes (key -> class)."""
+        declared: dict[str, str] = {}
+        names: dict[str, str] = {}
+        for t, kind in zip(triples, kinds, strict=True):
+            named = [(t.source, t.source_type)]
+            if kind != "datatype":
+                named.append((str(t.target), t.target_type))
+            for name, typ in named:
+                names.setdefault(norm_name(name), name)
+                if typ:
+                    declared.setdefault(norm_name(name), typ)
+        for name, cls in mentioned:
+            names.setdefault(norm_name(name), name)
+            if cls:
+                declared.setdefault(norm_name(name), cls)
+        return names, declared
+
     def plan(self, req: PlanRequest) -> GraphPlan:
         """The checked change for ``req``: entities resolved, conflicts closed, the guard's verdicts,
         accepted facts and quarantined ones. Reads the store; writes nothing."""
@@ -314,23 +349,10 @@ class GraphPlanner:
         """Steps 1-2: relations and classes by name, entities by name within the scope."""
         onto = self.ontology
         kinds = [self._kind(t.relation) for t in req.triples]
-        declared: dict[str, str] = {}  # name key -> declared class
-        names: dict[str, str] = {}  # name key -> the name as first written
-        for t, kind in zip(req.triples, kinds, strict=True):
-            named = [(t.source, t.source_type)]
-            if kind != "datatype":
-                named.append((str(t.target), t.target_type))
-            for name, typ in named:
-                names.setdefault(norm_name(name), name)
-                if typ:
-                    declared.setdefault(norm_name(name), typ)
         mentioned = [(name, onto.resolve_class(typ) if typ else None, ids) for name, typ, ids in req.mentions
                      if norm_name(name)]
-        for name, cls, _ in mentioned:
-            names.setdefault(norm_name(name), name)
-            if cls:
-                declared.setdefault(norm_name(name), cls)
-        resolver = _Resolver(self, req.scope, req.now, names, declared, req.aliases)
+        names, declared = self._named(req.triples, kinds, [(name, cls) for name, cls, _ in mentioned])
+        resolver = _Resolver(self, req.scope, req.now, names, declared, req.aliases, req.vectors)
         items: list[_Item] = []
         times = req.times or [req.default_time] * len(req.triples)
         for t, kind, support, default in zip(req.triples, kinds, req.supports, times, strict=True):

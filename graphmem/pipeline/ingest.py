@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -170,12 +170,21 @@ class Ingestor:
             for d in mine:
                 d.item = n
             drafts.append(mine)
+        batches = [_Batch.of(reqs, group, drafts, extracted) for group in _groups(reqs, drafts)]
         unique_texts = list(dict.fromkeys(d.text for mine in drafts for d in mine))
+        for batch in batches:  # entity names not stored yet: resolving them would embed them in a call of their own
+            mentions = batch.extracted.mentions if batch.extracted else []
+            if not batch.facts and not mentions:
+                continue  # nothing for the graph: the ontology stays unloaded
+            named = self.parts.planner.entity_names([f.triple for f in batch.facts],
+                                                    [(m.name, m.type) for m in mentions])
+            stored = (yield Call("find_entities", (batch.scope, sorted(named)))) if named else {}
+            unique_texts += [name for key, name in named.items() if key not in stored]
+        unique_texts = list(dict.fromkeys(unique_texts))
         embedded: dict[str, Any] = dict(zip(unique_texts, (yield Embed(unique_texts)), strict=True)) \
             if unique_texts else {}
         outs: list[dict[str, Any]] = []
-        for group in _groups(reqs, drafts):
-            batch = _Batch.of(reqs, group, drafts, extracted)
+        for batch in batches:
             plan = yield from self._write(batch, now, embedded)
             outs += batch.results(plan)
         return outs
@@ -201,9 +210,9 @@ class Ingestor:
             for d in drafts:
                 d.id, d.event, d.hash = None, EventType.ADD, ""
             vectors = self._deduplicate(scope, drafts, near=batch.infer, embedded=embedded)
-            plan = self._plan(scope, drafts, facts, now, ex)
+            plan = self._plan(scope, drafts, facts, now, ex, embedded)
             if ex is not None and plan.rejected and self.config.llm.repair:
-                plan = self._repair(scope, drafts, facts, plan, ex, now, repairs)
+                plan = self._repair(scope, drafts, facts, plan, ex, now, repairs, embedded)
             change = plan.change
             fresh = [(d, v) for d, v in zip(drafts, vectors, strict=True)
                      if d.event is EventType.ADD and v is not None]
@@ -288,7 +297,7 @@ class Ingestor:
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, scope: Scope, drafts: list[Draft], facts: list[Fact], now: datetime,
-              extracted: _Extracted | None) -> GraphPlan:
+              extracted: _Extracted | None, embedded: Mapping[str, Any]) -> GraphPlan:
         ids = [d.id or "" for d in drafts]
         mentions = [(m.name, m.type, list(dict.fromkeys(ids[i] for i in m.drafts)))
                     for m in (extracted.mentions if extracted is not None else [])]
@@ -297,11 +306,12 @@ class Ingestor:
         return self.parts.planner.plan(PlanRequest(
             scope, [f.triple for f in facts], [list(dict.fromkeys(ids[i] for i in f.drafts)) for f in facts],
             now, times=[f.time for f in facts], mentions=mentions,
-            aliases=extracted.aliases if extracted is not None else {},
+            aliases=extracted.aliases if extracted is not None else {}, vectors=embedded,
         ))
 
     def _repair(self, scope: Scope, drafts: list[Draft], facts: list[Fact], first: GraphPlan,
-                ex: _Extracted, now: datetime, asked: dict[Any, list[ExtractedTriple]]) -> GraphPlan:
+                ex: _Extracted, now: datetime, asked: dict[Any, list[ExtractedTriple]],
+                embedded: Mapping[str, Any]) -> GraphPlan:
         """One re-ask per chunk with the SHACL messages, then one more plan of the accepted facts plus
         the corrections. The first round's rejected triples stay quarantined either way: what the
         model first said is kept with its reasons, never lost. ``asked``: the model's answers by
@@ -329,7 +339,8 @@ class Ingestor:
         if not repaired:
             return first
         failed = {i for i, v in enumerate(first.verdicts) if not v.accepted}
-        second = self._plan(scope, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now, ex)
+        second = self._plan(scope, drafts, [f for i, f in enumerate(facts) if i not in failed] + repaired, now, ex,
+                            embedded)
         second.change.quarantine[:0] = first.change.quarantine
         second.change.events[:0] = [e for e in first.change.events if e.event is EventType.REJECT]
         second.rejected[:0] = first.rejected
