@@ -303,16 +303,19 @@ def neighbourhood_cypher(
         "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
         "collect(prov) AS g_prov }",
         # Per reached entity: its degree and, unless it is a hub, its first memories by id (the degree
-        # test comes first, so a hub's mentions are never read).
+        # test comes first, so a hub's mentions are never read), kept as nodes for their records.
         f"CALL (g_seen) {{ UNWIND g_seen AS e WITH e, {_DEGREE.format(v='e')} AS d "
-        "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m.id AS mid ORDER BY mid "
-        "LIMIT $g_max_mentions RETURN collect(mid) AS mids } "
-        f"RETURN collect({{e: {entity_proj('e')}, deg: d, mids: mids}}) AS g_ents }}",
-        # The records of every memory in the result that passes the scope and the filter.
-        "CALL (g_ents, g_prov, g_seed_pairs, g_skip) { "
-        "UNWIND [y IN g_ents | y.mids] + g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid "
-        f"WITH DISTINCT mid WHERE NOT mid IN g_skip MATCH (m:Memory {{id: mid}}) WHERE {records_where} "
-        f"RETURN collect({record_proj}) AS g_recs }}",
+        "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m ORDER BY m.id "
+        "LIMIT $g_max_mentions RETURN collect(m) AS ms } "
+        f"RETURN collect({{e: {entity_proj('e')}, deg: d, mids: [m IN ms | m.id]}}) AS g_ents, "
+        "collect(ms) AS g_ment }",
+        # The records of every memory in the result that passes the scope and the filter: those the
+        # mentions reached as they are, the facts' and seeds' others looked up by id.
+        "CALL (g_ment, g_prov, g_seed_pairs, g_skip) { CALL (g_ment, g_prov, g_seed_pairs, g_skip) { "
+        "UNWIND g_ment AS ms UNWIND ms AS m RETURN m UNION "
+        "UNWIND g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid WITH DISTINCT mid "
+        "WHERE NOT mid IN g_skip MATCH (m:Memory {id: mid}) RETURN m } "
+        f"WITH m WHERE NOT m.id IN g_skip AND {records_where} RETURN collect({record_proj}) AS g_recs }}",
         f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
     ]
     return " ".join(parts)
