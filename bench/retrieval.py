@@ -78,7 +78,8 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
     return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
 
 
-def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence") -> MemoryConfig:
+def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence",
+                 precision: str = "auto") -> MemoryConfig:
     store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "retrieval.db")}
     if backend == "neo4j":
         store = {"provider": "neo4j", "uri": os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687"),
@@ -87,9 +88,9 @@ def build_config(backend: str, embedder: str, home: Path, granularity: str = "se
     if embedder == "hashing":
         emb: dict[str, Any] = {"provider": "hashing"}
     elif embedder == "minilm":
-        emb = {"provider": "sentence-transformers"}
+        emb = {"provider": "sentence-transformers", "precision": precision}
     else:
-        emb = {"provider": "sentence-transformers", "model": embedder}
+        emb = {"provider": "sentence-transformers", "model": embedder, "precision": precision}
     return MemoryConfig.load({"home": str(home), "store": store, "embedder": emb,
                               "llm": {"provider": "none", "rules_granularity": granularity}})
 

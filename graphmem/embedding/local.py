@@ -38,7 +38,12 @@ class SentenceTransformerEmbedder(Embedder):
                 else model.get_sentence_embedding_dimension)()
         self.dims = int(dims) if dims else int(self._model.encode(["probe"]).shape[1])
         self.name = f"st:{self.model_name}:{self.dims}"
-        self._packer = packer(self._model, self._batch)
+        self._packer = packer(self._model, self._batch, bfloat16=config.precision == "auto")
+
+    @property
+    def precision(self) -> str:
+        """The dtype the model computes in: ``bfloat16`` only through the packer (see :mod:`.packing`)."""
+        return self._packer.precision if self._packer is not None else "float32"
 
     @staticmethod
     def _load(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""The bundled all-MiniLM-L6-v2 through sentence-transformers: packed forwards equal ``encode``.
+"""The bundled all-MiniLM-L6-v2 through sentence-transformers: packed forwards equal ``encode``
+(float32), and stay within a hair of it in bfloat16 on a CPU that has it.
 
 Needs the ``[local]`` extra (PyTorch), which ``make test`` does not install; ``make test-local``
 runs these in the benchmark virtualenv that has it. Under ``CI=true`` a missing extra fails.
@@ -22,14 +23,27 @@ if not IN_CI:
 from graphmem import Memory
 from graphmem.config import EmbedderConfig
 from graphmem.embedding.local import SentenceTransformerEmbedder
-from graphmem.embedding.packing import ROW_TOKENS, packer
+from graphmem.embedding.packing import ROW_TOKENS, native_bfloat16, packer
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo-dev.json.gz"
 
 
 @pytest.fixture(scope="module")
 def embedder() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(EmbedderConfig(provider="sentence-transformers", precision="float32"))
+
+
+@pytest.fixture(scope="module")
+def auto() -> SentenceTransformerEmbedder:
+    """The default precision: bfloat16 where the CPU multiplies it natively."""
     return SentenceTransformerEmbedder(EmbedderConfig(provider="sentence-transformers"))
+
+
+def locomo_texts() -> list[str]:
+    if not DATA.exists():
+        return []
+    with gzip.open(DATA) as f:
+        return texts_of(json.load(f), [])
 
 
 def texts_of(data: Any, out: list[str]) -> list[str]:
@@ -56,15 +70,30 @@ def test_the_bundled_model_is_packed(embedder: SentenceTransformerEmbedder) -> N
 
 @pytest.mark.parametrize("n", [1, 2, 3, 64, 300])
 def test_packed_rows_equal_encode(embedder: SentenceTransformerEmbedder, n: int) -> None:
-    real: list[str] = []
-    if DATA.exists():
-        with gzip.open(DATA) as f:
-            real = texts_of(json.load(f), [])
+    real = locomo_texts()
     edge = ["Maya", "", "  padded on both sides  ", "naïve café — 東京 🙂", "   ", "word " * 400]
     texts = (edge + real)[:n]
     got = embedder.embed(texts)
     assert got.shape == (len(texts), embedder.dims)
     assert float(np.abs(got - encoded(embedder._model, texts)).max()) < 1e-5
+
+
+def test_auto_precision_is_bfloat16_only_where_the_cpu_has_it(
+        auto: SentenceTransformerEmbedder, embedder: SentenceTransformerEmbedder) -> None:
+    import torch
+
+    assert embedder.precision == "float32"
+    assert auto.precision == ("bfloat16" if native_bfloat16() else "float32")
+    assert next(auto._model[0].auto_model.parameters()).dtype == getattr(torch, auto.precision)
+
+
+def test_bfloat16_vectors_stay_next_to_float32(
+        auto: SentenceTransformerEmbedder, embedder: SentenceTransformerEmbedder) -> None:
+    texts = ["Maya", "word " * 400, *locomo_texts()[:300]]
+    cosine = (auto.embed(texts) * embedder.embed(texts)).sum(axis=1)
+    assert float(cosine.min()) > 0.9995
+    if auto.precision == "bfloat16":  # and it is a different computation, not float32 by another name
+        assert float(cosine.min()) < 1 - 1e-7
 
 
 def test_texts_longer_than_a_row_get_rows_of_their_own(embedder: SentenceTransformerEmbedder) -> None:
@@ -81,7 +110,9 @@ def test_a_model_the_packing_does_not_reproduce_keeps_encode(embedder: SentenceT
     assert packer(cls_pooled, 8) is None
 
 
-def test_add_and_search_through_the_packed_model(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:
+@pytest.mark.parametrize("which", ["embedder", "auto"])
+def test_add_and_search_through_the_packed_model(tmp_path: Path, which: str, request: pytest.FixtureRequest) -> None:
+    embedder = request.getfixturevalue(which)
     m = Memory({"store": {"provider": "sqlite", "path": str(tmp_path / "m.db")}, "llm": {"provider": "none"}},
                embedder=embedder)
     try:
