@@ -147,6 +147,18 @@ cmd_start() {
     pid=$!
     echo "$pid" >"$PID_FILE"
     echo "$PORT" >"$PORT_FILE"
+    # Until the forked shell has exec'd java, its command line is this script's, and running_pid
+    # (which checks for the launcher's class) would call it dead: wait for the exec here.
+    local deadline=$((SECONDS + 30))
+    until [[ -n "$(running_pid)" ]]; do
+        if ! kill -0 "$pid" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; then
+            echo "neo4j.sh: pid $pid exited at start; log tail:" >&2
+            tail -n 40 "$LOG_FILE" >&2
+            exit 1
+        fi
+        ((SECONDS < deadline)) || die "pid $pid did not become the launcher within 30 s"
+        sleep 0.1
+    done
     echo "neo4j.sh: started pid $pid (bolt://127.0.0.1:$PORT, home $RUN_DIR, log $LOG_FILE)"
 }
 
