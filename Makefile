@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test test-local lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-extraction shacl-tests notebooks-strip clean
+.PHONY: demo test test-local lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ bench-peers:  ## mem0 2.2.1 (local Qdrant, offline) and graphmem side by side on
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
 	cd /tmp && MEM0_TELEMETRY=False $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $${PEERS_DATA:-$(CURDIR)/../shared/data/locomo-dev.json.gz} --out $(CURDIR)/bench/results/peers.json $(ARGS)
+
+bench-embedding:  ## sentence-transformers per call: encode against the packed forward in float32 and auto (bfloat16 where native); virtualenv of bench-peers
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
+	$(PEERS)/bin/python bench/embedding.py --out bench/results/embedding.json $(ARGS)
 
 test-local:  ## tests of the [local] extra (sentence-transformers, PyTorch): packed embedding equals encode (virtualenv shared with bench-peers)
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)

@@ -9,9 +9,10 @@ each text, and each text's tokens are mean-pooled alone. :func:`packer` checks t
 probe before it is used, so a model it does not reproduce keeps ``encode``.
 
 With one or a few short texts the forward is bound by reading the weights, not by arithmetic, so on
-a CPU that multiplies bfloat16 in hardware the packer can run the weights in bfloat16 (half the bytes
-to read); it does so only after the probe's vectors keep a cosine of :data:`BFLOAT16_MIN_COSINE` to
-float32's. Elsewhere PyTorch emulates bfloat16, slower than float32, so it is never chosen there.
+a CPU that multiplies bfloat16 in hardware the packer can run under PyTorch's bfloat16 autocast
+(matrix products in bfloat16, normalizations and pooling in float32); it does so only after the
+probe's vectors keep a cosine of :data:`BFLOAT16_MIN_COSINE` to float32's. Elsewhere PyTorch emulates
+bfloat16, slower than float32, so it is never chosen there. The model itself stays float32.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Packer:
         self._transformer = model[0]
         self._rows = max(1, rows_per_forward)
         self._row_tokens = max(ROW_TOKENS, int(getattr(self._transformer, "max_seq_length", 0) or 0))
+        self.bfloat16 = False
 
     def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         import torch
@@ -66,7 +68,7 @@ class Packer:
             rows[at].append(i)
             room[at] -= n
         out = torch.empty((len(ids), self._dims()), dtype=torch.float32)
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bfloat16):
             for start in range(0, len(rows), self._rows):
                 self._forward(rows[start:start + self._rows], ids, types, out)
         result: npt.NDArray[np.float32] = out.numpy()
@@ -77,7 +79,7 @@ class Packer:
 
     @property
     def precision(self) -> str:
-        return str(next(self._transformer.auto_model.parameters()).dtype).removeprefix("torch.")
+        return "bfloat16" if self.bfloat16 else "float32"
 
     def _forward(self, rows: list[list[int]], ids: list[Any], types: list[Any] | None, out: Any) -> None:
         import torch
@@ -99,9 +101,8 @@ class Packer:
                 segment[r, at:at + k] = i
                 at += k
         same = (segment[:, :, None] == segment[:, None, :]) & (segment[:, None, :] >= 0)
-        dtype = next(self._transformer.auto_model.parameters()).dtype
-        mask = torch.zeros((n, 1, width, width), dtype=dtype)
-        mask.masked_fill_(~same[:, None], torch.finfo(dtype).min)
+        mask = torch.zeros((n, 1, width, width), dtype=torch.float32)
+        mask.masked_fill_(~same[:, None], torch.finfo(torch.float32).min)
         kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions}
         if types is not None:
             kwargs["token_type_ids"] = type_ids
@@ -118,8 +119,8 @@ class Packer:
 def packer(model: Any, rows_per_forward: int, *, bfloat16: bool = False) -> Packer | None:
     """A :class:`Packer` for ``model`` if its layout is a transformer, mean pooling and at most a
     normalization, and packing reproduces its ``encode`` on a probe; else ``None``. With
-    ``bfloat16``, the model's weights are cast to bfloat16 in place when :func:`native_bfloat16` and
-    the probe allow it (its ``encode`` then computes in bfloat16 too)."""
+    ``bfloat16``, it computes under bfloat16 autocast when :func:`native_bfloat16` and the probe
+    allow it."""
     try:
         names = [type(m).__name__ for m in model]
         pool = model[1]
@@ -139,7 +140,12 @@ def packer(model: Any, rows_per_forward: int, *, bfloat16: bool = False) -> Pack
             log.info("packed embedding differs from encode for this model: encode is used")
             return None
         if bfloat16 and native_bfloat16() and str(getattr(model, "device", "cpu")) == "cpu":
-            _try_bfloat16(model, candidate, want)
+            candidate.bfloat16 = True
+            cosine = float((_unit(candidate(_PROBE)) * want).sum(axis=1).min())
+            if cosine < BFLOAT16_MIN_COSINE:
+                candidate.bfloat16 = False
+                log.info("bfloat16 vectors of this model are too far from float32's (cosine %.6f): float32 kept",
+                         cosine)
         return candidate
     except Exception as exc:  # any model this does not understand keeps encode
         log.info("packed embedding not available for this model (%s): encode is used", exc)
@@ -153,16 +159,6 @@ def native_bfloat16() -> bool:
 
     probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
-
-
-def _try_bfloat16(model: Any, candidate: Packer, want: npt.NDArray[np.float32]) -> None:
-    import torch
-
-    model.to(torch.bfloat16)
-    cosine = float((_unit(candidate(_PROBE)) * want).sum(axis=1).min())
-    if cosine < BFLOAT16_MIN_COSINE:
-        model.to(torch.float32)
-        log.info("bfloat16 vectors of this model are too far from float32's (cosine %.5f): float32 kept", cosine)
 
 
 def _unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
