@@ -161,10 +161,11 @@ class EmbedderConfig(_Section):
     base_url: str | None = None
     batch_size: int = Field(128, ge=1)
     precision: Literal["auto", "float32"] = "auto"
-    """sentence-transformers: ``auto`` runs the model's weights in bfloat16 where the CPU multiplies
-    bfloat16 natively (AVX512-BF16 or AMX), after checking that its vectors keep a cosine of at least
-    0.9999 to float32's on a probe; ``float32`` keeps ``encode``'s numbers (within 1e-5) everywhere,
-    for vectors that must be the same on every machine."""
+    """sentence-transformers: ``auto`` computes the model's matrix products in bfloat16 (autocast; the
+    weights stay float32) where the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), after
+    checking that its vectors keep a cosine of at least 0.9999 to float32's on a probe; ``float32``
+    keeps ``encode``'s numbers (within 1e-5) everywhere, for vectors that must be the same on every
+    machine."""
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
 
