@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=True)
     marker = home / "ingested.json"
     done: dict[str, Any] = json.loads(marker.read_text()) if args.home and marker.exists() else {}
-    mem = Memory.from_config(build_config(args.backend, args.embedder, home, args.granularity))
+    mem = Memory.from_config(build_config(args.backend, args.embedder, home, args.granularity, args.precision))
     prefetch_embeddings(mem, [])  # installs the embedding cache: a query's vector is computed once, timed apart
     embed_one = mem.embedder.embed_one
     query_vectors: dict[str, Any] = mem.embedder._bench_cache  # type: ignore[attr-defined]
@@ -290,7 +290,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
-                   "extract": args.extract, "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
+                   "precision": getattr(mem.embedder, "precision", None), "extract": args.extract,
+                   "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
                    "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top, "search": args.search or {},
                    "gold_level": level,
                    "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
@@ -328,6 +329,8 @@ def main() -> int:
     p.add_argument("--embedder", default="hashing", help="hashing, minilm, or a sentence-transformers model name")
     p.add_argument("--modes", default=",".join(ALL_MODES))
     p.add_argument("--k", default="5,10")
+    p.add_argument("--precision", choices=["auto", "float32"], default="auto",
+                   help="embedder.precision of a sentence-transformers model")
     p.add_argument("--extract", choices=["rules", "none"], default="rules")
     p.add_argument("--speaker-prefix", action="store_true", help='store docs as "speaker: text"')
     p.add_argument("--granularity", choices=["sentence", "message"], default="sentence",
