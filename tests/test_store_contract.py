@@ -192,6 +192,24 @@ def test_unicode_and_large_texts_roundtrip(mem: Memory, uid: str, text: str) -> 
     assert ids(mem.search(text[:200], user_id=uid, top_k=1)) == [mid]
 
 
+@pytest.mark.parametrize("when", ["1969-12-31T23:59:59.999999+00:00", "1970-01-01T00:00:00.000001+00:00",
+                                  "1066-10-14T09:30:00.250000+00:00", "2024-02-29T23:59:59.500000+00:00"])
+def test_times_are_stored_to_the_microsecond(mem: Memory, uid: str, when: str) -> None:
+    """Memories, events, entities and facts keep their times exactly (the Neo4j store sends them as
+    epoch seconds and microseconds: before 1970 that must floor, not truncate)."""
+    at = datetime.fromisoformat(when)
+    expires = at.replace(year=2996)  # ahead (and a leap year, for 29 February)
+    added = mem.add("Ada lived in London", infer=False, user_id=uid, timestamp=when, expires_at=expires,
+                    triples=[{"source": "Ada", "relation": "livesIn", "target": "London", "source_type": "Person",
+                              "target_type": "City", "valid_from": when}])
+    got = mem.get(added["results"][0]["id"], user_id=uid)
+    assert datetime.fromisoformat(got["event_time"]) == at
+    assert datetime.fromisoformat(got["expires_at"]) == expires
+    (fact,) = mem.facts(user_id=uid)["results"]
+    assert datetime.fromisoformat(fact["valid_from"]) == at
+    assert [h["event"] for h in mem.history(got["id"], user_id=uid)] == ["ADD"]
+
+
 def test_tenant_isolation(mem: Memory, uid: str) -> None:
     """No call made with scope A ever returns, changes or deletes scope B's data."""
     a, b = uid + "-a", uid + "-b"

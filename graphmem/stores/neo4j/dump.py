@@ -31,6 +31,7 @@ from .records import (
     to_record,
     to_relation,
     utc,
+    wire,
 )
 from .session import Db, conflicts
 from .statements import drive
@@ -140,7 +141,7 @@ def restore(db: Db, dims: int | None, scope: Scope, rows: Restore) -> None:
                  "valid_from": utc(f.valid_from), "valid_to": utc(f.valid_to), "created_at": to_utc(f.created_at),
                  "seq": seq + pos, **scope_props(f.user_id, f.agent_id, f.run_id)}
         row: dict[str, Any] = {"source": f.source_id, "target": f.target_id,
-                               "props": {k: v for k, v in props.items() if v is not None}}
+                               **wire({k: v for k, v in props.items() if v is not None})}
         if f.target_id is None:
             row["value"] = {"id": f.id, "value": f.value, **({"datatype": f.datatype} if f.datatype else {}),
                             **scope_props(f.user_id, f.agent_id, f.run_id)}
@@ -153,7 +154,7 @@ def restore(db: Db, dims: int | None, scope: Scope, rows: Restore) -> None:
         with conflicts():
             for chunk in chunks(memory_rows, batch):
                 drive(tx, run_merge_new(memory_q.INSERT_MEMORIES, chunk, "memory"))
-            ordered = [{**r, "seq": seq + pos} for pos, r in enumerate(event_rows)]
+            ordered = [wire({**r, "seq": seq + pos}) for pos, r in enumerate(event_rows)]
             for chunk in chunks(ordered, batch):
                 tx.run(memory_q.INSERT_HISTORY, rows=chunk).consume()
             drive(tx, write_graph(scope, graph, batch=batch, dims=dims))

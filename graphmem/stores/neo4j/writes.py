@@ -46,6 +46,7 @@ from .records import (
     to_record,
     unique,
     utc,
+    wire,
 )
 from .session import Db, conflicts
 from .statements import Statements, drive, run
@@ -68,7 +69,7 @@ def _insert_rows(
     # ``seq`` (write order) breaks ties of ``created_at``: one write's ADD and SUPERSEDE events
     # share a time, and history lists them in the order they were written.
     seq = time.time_ns()
-    rows = [{**row, "seq": seq + pos} for pos, row in enumerate(event_rows)]
+    rows = [wire({**row, "seq": seq + pos}) for pos, row in enumerate(event_rows)]
     for chunk in chunks(rows, batch):
         yield run(memory_q.INSERT_HISTORY, rows=chunk, fetch="consume")
 
@@ -332,7 +333,7 @@ def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | Non
             **aliases_props(e.aliases), **scope_props(e.user_id, e.agent_id, e.run_id),
             "created_at": to_utc(e.created_at), "seq": seq + pos,
         }
-        row = {"props": {k: v for k, v in props.items() if v is not None},
+        row = {**wire({k: v for k, v in props.items() if v is not None}),
                "vec": stored_vector(item.vector, dims, f"embedding of entity {e.id}")}
         groups.setdefault(tuple(class_labels(e.classes)), []).append(row)
     for labels, rows in groups.items():
@@ -452,7 +453,7 @@ def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int
             **scope_props(rel.user_id, rel.agent_id, rel.run_id),
         }
         row: dict[str, Any] = {"source": rel.source_id, "target": rel.target_id,
-                               "props": {k: v for k, v in props.items() if v is not None}}
+                               **wire({k: v for k, v in props.items() if v is not None})}
         literal = rel.target_id is None
         if literal:
             row["value"] = {"id": rel.id, "value": rel.value,

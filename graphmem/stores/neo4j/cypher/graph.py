@@ -17,6 +17,7 @@ from . import (
     labels_clause,
     rel_proj,
     scope_where,
+    set_times,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -90,6 +91,7 @@ MATCH (s:Entity {{id: r.source}})
 MATCH (t:Entity {{id: r.target}})
 CREATE (s)-[x:`{rtype}`]->(t)
 SET x = r.props
+{times}
 RETURN count(x) AS n
 """
 _CREATE_LITERAL_FACTS: Final = """
@@ -97,6 +99,7 @@ UNWIND $rows AS r
 MATCH (s:Entity {{id: r.source}})
 CREATE (s)-[x:`{rtype}`]->(v:Value)
 SET x = r.props, v = r.value
+{times}
 RETURN count(x) AS n
 """
 _MERGE_FACTS: Final = """
@@ -115,7 +118,7 @@ def find_twins(rtype: str) -> str:
 
 
 def create_facts(rtype: str, literal: bool) -> str:
-    return (_CREATE_LITERAL_FACTS if literal else _CREATE_FACTS).format(rtype=rtype)
+    return (_CREATE_LITERAL_FACTS if literal else _CREATE_FACTS).format(rtype=rtype, times=set_times("x"))
 
 
 def merge_facts(rtype: str) -> str:

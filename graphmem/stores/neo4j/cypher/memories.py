@@ -5,18 +5,14 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from ..filters import MIRROR_PREFIXES
-from . import HISTORY_PROJ, MEMORY_PROJ, merge_new
+from . import HISTORY_PROJ, MEMORY_PROJ, merge_new, set_times
 
 # --------------------------------------------------------------------------------------------------
 # Memory writes
 
 
 INSERT_MEMORIES: Final = merge_new("Memory")
-INSERT_HISTORY: Final = """
-UNWIND $rows AS r
-CREATE (h:HistoryEvent)
-SET h = r
-"""
+INSERT_HISTORY: Final = "UNWIND $rows AS r CREATE (h:HistoryEvent) SET h = r.props " + set_times("h")
 # One DELETE event per memory, then the memory with its relationships (MENTIONS and later ones).
 # The entities it mentioned come back, for the graph cleanup that follows in the same transaction.
 # The memory's lock is taken before its mentions are read: a writer linking facts to it holds that
