@@ -1,6 +1,6 @@
 """``add_many`` against one ``add`` per item, in one run, on each backend (no LLM).
 
-    python bench/add_many.py [--items 2000] [--backends sqlite,neo4j] [--embedder hashing|minilm]
+    python bench/add_many.py [--items 2000] [--backends sqlite,neo4j] [--embedder hashing|minilm] [--distinct]
         [--out bench/results/add_many.json]
 
 Why: a backlog (a chat history, an import) costs one transaction, one embedding call and one plan
@@ -40,7 +40,8 @@ TALK = ["Thanks, that helps a lot.", "I had pasta for lunch today.", "The weathe
         "I finished the book you recommended.", "My train was late again this morning."]
 
 
-def items(n: int, seed: int) -> list[dict[str, Any]]:
+def items(n: int, seed: int, distinct: bool = False) -> list[dict[str, Any]]:
+    """``distinct``: each text ends with its number, so every item is a memory of its own."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -53,6 +54,8 @@ def items(n: int, seed: int) -> list[dict[str, Any]]:
             text = f"{rng.choice([n for n in NAMES if n != who])} is my colleague."
         else:
             text = f"{rng.choice(TALK)} (note {i})"
+        if distinct and not text.endswith(")"):
+            text = f"{text} (item {i})"
         out.append({"messages": [{"role": "user", "name": who, "content": text}],
                     "timestamp": (START + timedelta(minutes=i * 525_600 // n)).isoformat()})  # in order
     return out
@@ -90,15 +93,17 @@ def main() -> int:
     p.add_argument("--items", type=int, default=2000)
     p.add_argument("--backends", default="sqlite,neo4j")
     p.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    p.add_argument("--distinct", action="store_true", help="no two items alike: each one writes a memory")
     p.add_argument("--out", default="bench/results/add_many.json")
     args = p.parse_args()
-    batch = items(args.items, seed=5)
+    batch = items(args.items, seed=5, distinct=args.distinct)
     embedder: Embedder = HashingEmbedder(384)
     if args.embedder == "minilm":
         from graphmem.embedding import create_embedder
 
         embedder = create_embedder(MemoryConfig.load({"embedder": {"provider": "sentence-transformers"}}).embedder)
-    results: dict[str, Any] = {"items": args.items, "embedder": args.embedder, "loadavg_before": os.getloadavg(),
+    results: dict[str, Any] = {"items": args.items, "distinct": args.distinct, "embedder": args.embedder,
+                               "loadavg_before": os.getloadavg(),
                                "backends": {}}
     for backend in args.backends.split(","):
         print(f"[{backend}] running…", file=sys.stderr)
