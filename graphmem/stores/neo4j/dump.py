@@ -34,7 +34,7 @@ from .records import (
     wire,
 )
 from .session import Db, conflicts
-from .statements import drive
+from .statements import drive, quiet
 from .writes import run_merge_new, write_graph
 
 
@@ -156,17 +156,17 @@ def restore(db: Db, dims: int | None, scope: Scope, rows: Restore) -> None:
                 drive(tx, run_merge_new(memory_q.INSERT_MEMORIES, chunk, "memory"))
             ordered = [wire({**r, "seq": seq + pos}) for pos, r in enumerate(event_rows)]
             for chunk in chunks(ordered, batch):
-                tx.run(memory_q.INSERT_HISTORY, rows=chunk).consume()
+                tx.run(memory_q.INSERT_HISTORY, quiet({"rows": chunk})).consume()
             drive(tx, write_graph(scope, graph, batch=batch, dims=dims))
         for (rtype, literal), fact_rows in facts.items():
             query = graph_q.create_facts(rtype, literal)
             for chunk in chunks(fact_rows, batch):
-                done = tx.run(query, rows=chunk).single()
+                done = tx.run(query, quiet({"rows": chunk})).single()
                 if done is None or done["n"] != len(chunk):
                     raise StoreError("a dumped fact names an entity that is not in the store; nothing was written")
         for chunk in chunks(access, batch):
-            tx.run(dump_q.SET_ACCESS, rows=chunk).consume()
+            tx.run(dump_q.SET_ACCESS, quiet({"rows": chunk})).consume()
         for chunk in chunks(updated, batch):
-            tx.run(dump_q.SET_ENTITY_UPDATED, rows=chunk).consume()
+            tx.run(dump_q.SET_ENTITY_UPDATED, quiet({"rows": chunk})).consume()
 
     db.write("restore", work)

@@ -21,6 +21,7 @@ from .cypher import schema as sq
 from .cypher import scope_where
 from .records import check_vector
 from .session import Db
+from .statements import quiet
 
 VECTOR_INDEXES = ("memory_embedding", "entity_embedding")
 _CLEAR_BATCH = 10_000
@@ -59,7 +60,7 @@ def stage(db: Db, kind: str, rows: Sequence[ReembedRow], vectors: Vector, dims: 
     for i, r in enumerate(rows):
         vec = check_vector(vectors[i], dims, f"new embedding of {kind} {r.key}")
         data.append({"key": r.key, "check": r.check, "vec": vec if any(vec) else []})
-    db.write("re-embed", lambda tx: tx.run(q.stage(kind), rows=data).consume())
+    db.write("re-embed", lambda tx: tx.run(q.stage(kind), quiet({"rows": data})).consume())
 
 
 def finish(db: Db, embedder: str, dims: int, old_dims: int | None, analyzer: str) -> int:

@@ -27,7 +27,7 @@ from .filters import Params, compile_filter
 from .graph import read_subgraph
 from .records import add_records, check_vector, directions, live, record_row, similarity
 from .session import Db
-from .statements import Statements, run
+from .statements import Statements, quiet, run
 
 _KK_FLOOR: Final = 100
 """Smallest index over-fetch: below this the HNSW index's recall drops faster than its cost does
@@ -342,6 +342,7 @@ def nearest(
     cond = scope_where(scope, "m", params)
     index_query = q.nearest_index(cond, exact_index)
     exact_query = q.nearest_exact(hint(scope), cond)
+    params = quiet(params)
 
     def work(tx: ManagedTransaction) -> list[tuple[str, float] | None]:
         found: dict[int, tuple[str, float]] = {

@@ -49,7 +49,7 @@ from .records import (
     wire,
 )
 from .session import Db, conflicts
-from .statements import Statements, drive, run
+from .statements import Statements, drive, quiet, run
 
 _RESET_BATCH: Final = 10_000
 _ATOMIC_DELETE_MAX: Final = 20_000
@@ -180,7 +180,8 @@ def update(
             details={"metadata": patch.metadata} if patch.metadata is not None else {},
         )
         with conflicts():
-            tx.run(write_back, id=memory_id, props=props, vec=vec, event=history_props(event)).consume()
+            values = quiet({"id": memory_id, "props": props, "vec": vec, "event": history_props(event)})
+            tx.run(write_back, values).consume()
             if relink is not None and relink_rows is not None:
                 # the old text's support goes; entities left without any are dropped only after the
                 # new text's facts are written (an entity both texts name stays)
