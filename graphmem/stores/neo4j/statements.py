@@ -44,8 +44,8 @@ class _ShortRepr(list[Any]):
     """A list parameter whose ``repr`` is its length.
 
     Why: the driver formats every RUN for its debug log before it asks whether that level is on,
-    ``repr`` of all parameters included: ~190 ms for 1,000 rows with their embeddings, eight times
-    what sending them costs. The driver packs a list subclass as the list it is."""
+    ``repr`` of all parameters included, which for rows with embeddings costs more than sending them
+    (README, "Batched ingest"). The driver packs a list subclass as the list it is."""
 
     __slots__ = ()
 
