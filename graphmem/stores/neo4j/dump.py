@@ -141,7 +141,7 @@ def restore(db: Db, dims: int | None, scope: Scope, rows: Restore) -> None:
                  "valid_from": utc(f.valid_from), "valid_to": utc(f.valid_to), "created_at": to_utc(f.created_at),
                  "seq": seq + pos, **scope_props(f.user_id, f.agent_id, f.run_id)}
         row: dict[str, Any] = {"source": f.source_id, "target": f.target_id,
-                               **wire({k: v for k, v in props.items() if v is not None})}
+                               **wire(props)}
         if f.target_id is None:
             row["value"] = {"id": f.id, "value": f.value, **({"datatype": f.datatype} if f.datatype else {}),
                             **scope_props(f.user_id, f.agent_id, f.run_id)}

@@ -90,14 +90,15 @@ def utc(value: datetime | None) -> datetime | None:
 
 
 def wire(props: dict[str, Any]) -> dict[str, Any]:
-    """A write's row: ``props`` without its datetimes, and ``t``: each of them as ``[epoch seconds,
-    microseconds]``, which :func:`.cypher.set_times` turns back into the same ``DATETIME`` (UTC).
+    """A write's row: ``props`` without its ``None`` values and its datetimes, and ``t``: each datetime
+    as ``[epoch seconds, microseconds]``, which :func:`.cypher.set_times` turns back into the same
+    ``DATETIME`` (UTC).
 
     Why: the driver encodes a Python datetime through ``neo4j.time`` in pure Python, the largest
     client cost of a bulk write (a memory and its ADD event carry three; README, "Batched ingest");
     two integers cost next to nothing."""
     times = {k: _epoch_pair(v) for k, v in props.items() if isinstance(v, datetime)}
-    return {"props": {k: v for k, v in props.items() if k not in times}, "t": times}
+    return {"props": {k: v for k, v in props.items() if v is not None and k not in times}, "t": times}
 
 
 def _epoch_pair(value: datetime) -> list[int]:

@@ -334,7 +334,7 @@ def write_graph(scope: Scope, change: GraphWrite, *, batch: int, dims: int | Non
             **aliases_props(e.aliases), **scope_props(e.user_id, e.agent_id, e.run_id),
             "created_at": to_utc(e.created_at), "seq": seq + pos,
         }
-        row = {**wire({k: v for k, v in props.items() if v is not None}),
+        row = {**wire(props),
                "vec": stored_vector(item.vector, dims, f"embedding of entity {e.id}")}
         groups.setdefault(tuple(class_labels(e.classes)), []).append(row)
     for labels, rows in groups.items():
@@ -454,7 +454,7 @@ def _write_facts(change: GraphWrite, types: dict[str, str], seq: int, batch: int
             **scope_props(rel.user_id, rel.agent_id, rel.run_id),
         }
         row: dict[str, Any] = {"source": rel.source_id, "target": rel.target_id,
-                               **wire({k: v for k, v in props.items() if v is not None})}
+                               **wire(props)}
         literal = rel.target_id is None
         if literal:
             row["value"] = {"id": rel.id, "value": rel.value,
