@@ -480,6 +480,33 @@ def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp
         assert m.search("Porto", user_id=uid, top_k=1)["results"][0]["memory"] == "Rita lives in Porto"
 
 
+def test_neo4j_finds_text_hashes_by_identity(neo4j_available: bool, tmp_path: Any, uid: str) -> None:
+    """An older store's range index on ``Memory.hash`` is dropped on open (hashes are found through
+    the identity constraint), and a text is found again in exactly its scope, not a wider or a narrower one."""
+    if not neo4j_available:
+        pytest.skip("no Neo4j (run `make test`, which starts one)")
+    from graphmem import MemoryConfig
+    from graphmem.embedding import HashingEmbedder
+    from graphmem.models import Scope
+
+    from .conftest import make_config
+
+    with Memory(MemoryConfig.load(make_config("neo4j", tmp_path)), embedder=HashingEmbedder(384)) as m:
+        m.store._driver.execute_query(  # type: ignore[attr-defined]
+            "CREATE INDEX memory_hash IF NOT EXISTS FOR (m:Memory) ON (m.hash)")
+    with Memory(MemoryConfig.load(make_config("neo4j", tmp_path)), embedder=HashingEmbedder(384)) as m:
+        assert not m.cypher("SHOW INDEXES YIELD name WHERE name = 'memory_hash' RETURN name")
+        a = m.add("Rita keeps bees", infer=False, user_id=uid)["results"][0]
+        b = m.add("Rita keeps bees", infer=False, user_id=uid, agent_id="helper")["results"][0]
+        assert b["event"] == "ADD" and b["id"] != a["id"]
+        stored = m.get(a["id"], user_id=uid)
+        assert stored is not None
+        h = stored["hash"]
+        assert m.store.find_hashes(Scope(user_id=uid), [h, "no-such-hash"]) == {h: a["id"]}
+        assert m.store.find_hashes(Scope(user_id=uid, agent_id="helper"), [h]) == {h: b["id"]}
+        assert m.store.find_hashes(Scope(user_id=uid, run_id="r1"), [h]) == {}
+
+
 def test_neo4j_fulltext_analyzer_is_configurable(neo4j_available: bool, tmp_path: Any, uid: str,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     """``store.fulltext_analyzer``: an unknown one is refused; a store built with another one warns

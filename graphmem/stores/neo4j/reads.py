@@ -8,20 +8,20 @@ from typing import Any
 
 from ...filters import Filter
 from ...models import HistoryEvent, MemoryRecord, Scope
-from .cypher import conjunction, exact_scope_where, hint, scope_where
+from .cypher import conjunction, hint, scope_where
 from .cypher import memories as q
 from .filters import Params, compile_filter
-from .records import live_dict, to_history, to_record
+from .records import identity, live_dict, to_history, to_record
 from .statements import Statements, run
 
 
 def find_hashes(scope: Scope, hashes: Sequence[str]) -> Statements[dict[str, str]]:
-    """The oldest memory of exactly ``scope`` holding each hash."""
-    wanted = list(dict.fromkeys(hashes))
+    """The memory of exactly ``scope`` holding each hash as its ``identity`` (the oldest one, in a
+    store from before identities, whose backfill gave it to the oldest)."""
+    wanted = [identity(scope.user_id, scope.agent_id, scope.run_id, h) for h in dict.fromkeys(hashes)]
     if not wanted:
         return {}
-    params: dict[str, Any] = {"hashes": wanted}
-    rows = yield run(q.find_hashes(exact_scope_where(scope, "m", params)), params)
+    rows = yield run(q.FIND_IDENTITIES, {"identities": wanted})
     return {r["hash"]: r["id"] for r in rows}
 
 

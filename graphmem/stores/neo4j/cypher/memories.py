@@ -92,9 +92,9 @@ def touch(where: str) -> str:
 # Memory reads
 
 
-def find_hashes(scope_fence: str) -> str:
-    return (f"MATCH (m:Memory) WHERE m.hash IN $hashes AND {scope_fence} "
-            "WITH m ORDER BY m.created_at, m.id RETURN m.hash AS hash, collect(m.id)[0] AS id")
+FIND_IDENTITIES: Final = "MATCH (m:Memory) WHERE m.identity IN $identities RETURN m.hash AS hash, m.id AS id"
+"""The memories holding ``$identities`` (exact scope and text hash): a seek on the unique constraint's
+index, which every insert updates anyway; a range index on ``hash`` would cost each insert more."""
 
 
 def get_memory(where: str) -> str:
