@@ -180,6 +180,43 @@ def test_reembed_switches_neo4j(private_neo4j: str, tmp_path: Path, uid: str) ->
             back.reset()
 
 
+@pytest.mark.neo4j
+def test_reembed_stopped_before_its_index_rebuild_is_finished_on_open(
+    private_neo4j: str, tmp_path: Path, uid: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The switch committed, then the process died before the vector indexes were built again with
+    the new size: the next open rebuilds them, and vector search and entity similarity work."""
+    from graphmem.stores.neo4j import reembed as neo4j_reembed
+
+    cfg = _private_config(private_neo4j, tmp_path)
+    with Memory(cfg) as m:
+        m.reset()
+    m = Memory(cfg)
+    try:
+        _fill(m, uid)
+
+        def die(*args: Any) -> None:
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch:
+            patch.setattr(neo4j_reembed, "rebuild_vector_indexes", die)
+            with pytest.raises(KeyboardInterrupt):
+                m.reembed({"provider": "hashing", "dims": 128}, all_scopes=True, batch_size=3)
+        rows = m.store.cypher("SHOW VECTOR INDEXES YIELD name, options RETURN name, options")  # type: ignore[attr-defined]
+        assert {r["options"]["indexConfig"]["vector.dimensions"] for r in rows} == {384}  # as the crash left them
+        m.close()
+        with Memory({**cfg, "embedder": {"provider": "auto"}}) as again:
+            assert "rebuilding them" in caplog.text
+            rows = again.store.cypher("SHOW VECTOR INDEXES YIELD name, options RETURN name, options")  # type: ignore[attr-defined]
+            assert {r["options"]["indexConfig"]["vector.dimensions"] for r in rows} == {128}
+        _check_switched(Memory({**cfg, "embedder": {"provider": "auto"}}), uid, cfg)
+    finally:
+        m.close()
+        with Memory({**cfg, "embedder": {"provider": "auto"}}) as back:
+            back.reembed("hashing", all_scopes=True)
+            back.reset()
+
+
 def test_interrupted_reembed_leaves_the_old_embedder(backend: str, tmp_path: Path, uid: str) -> None:
     """Batch 2 fails: the store still searches with the old vectors and pin, and a second run resumes."""
     cfg = make_config(backend, tmp_path)
