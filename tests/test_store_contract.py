@@ -471,13 +471,68 @@ def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp
             "{`vector.dimensions`: 384, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: true}}")
     with Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384)) as m:
         m.add("Rita lives in Porto", infer=False, user_id=uid)
-        assert m.store._exact_index is False  # type: ignore[attr-defined]
+        assert m.store._indexes.exact_vector is False  # type: ignore[attr-defined]
         assert ids(m.search("Porto", user_id=uid, top_k=1))
         m.optimize()
-        assert m.store._exact_index is True  # type: ignore[attr-defined]
+        assert m.store._indexes.exact_vector is True  # type: ignore[attr-defined]
         options = m.cypher(show)[0]["options"]
         assert options["indexConfig"]["vector.quantization.enabled"] is False
         assert m.search("Porto", user_id=uid, top_k=1)["results"][0]["memory"] == "Rita lives in Porto"
+
+
+def test_neo4j_full_text_is_asked_for_the_scope(neo4j_available: bool, tmp_path: Any, uid: str,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """``memory_text`` holds the scope fields, so Lucene returns one scope's hits with the text's
+    own BM25 scores. A store from before (text alone) is warned about and still answers; after
+    ``optimize`` the same query ranks the same hits with the same scores in one round trip, also for
+    a tenant whose id is a stop word (its Lucene clause drops out; the Cypher fence keeps it exact)."""
+    if not neo4j_available:
+        pytest.skip("no Neo4j (run `make test`, which starts one)")
+    from graphmem import MemoryConfig
+    from graphmem.config import SearchConfig
+    from graphmem.embedding import HashingEmbedder
+
+    from .conftest import make_config
+
+    cfg = MemoryConfig.load(make_config("neo4j", tmp_path))
+    stop_word_tenant = "the"
+    with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+        m.delete_all(user_id=stop_word_tenant)  # from an earlier run that stopped midway
+        m.store._driver.execute_query("DROP INDEX memory_text")  # type: ignore[attr-defined]
+        m.store._driver.execute_query(  # type: ignore[attr-defined]
+            "CREATE FULLTEXT INDEX memory_text FOR (m:Memory) ON EACH [m.memory] "
+            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}")
+    try:
+        with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+            assert "indexes the text alone" in caplog.text
+            assert m.store._indexes.scoped_text is False  # type: ignore[attr-defined]
+            crowd = [f"zebra zebra zebra herd number {i}" for i in range(40)]
+            m.add_many(crowd, user_id=uid + "-crowd", infer=False)
+            ours = ["a zebra was painted on the long wall of the old station building",
+                    "the zebra crossing near the school got new paint last week", "nothing striped here"]
+            m.add_many(ours, user_id=uid, infer=False)
+            m.add_many(["one zebra in the zoo of the tenant whose id is a stop word"], user_id=stop_word_tenant,
+                       infer=False)
+            m.config.search = SearchConfig(weights={"vector": 0.0, "fulltext": 1.0})
+
+            def ranked(user: str) -> list[tuple[str, float]]:
+                out = m.search("zebra", user_id=user, top_k=5, explain=True)
+                return [(r["id"], r["score_details"]["fulltext"]["raw"]) for r in out["results"]]
+
+            before, before_stop = ranked(uid), ranked(stop_word_tenant)
+            assert len(before) == 2 and len(before_stop) == 1
+            m.optimize()
+            assert m.store._indexes.scoped_text is True  # type: ignore[attr-defined]
+            after = m.search("zebra", user_id=uid, top_k=5, explain=True)
+            assert after["round_trips"] == 1
+            assert [r[0] for r in ranked(uid)] == [r[0] for r in before]
+            assert [r[1] for r in ranked(uid)] == pytest.approx([r[1] for r in before], abs=1e-6)
+            assert ranked(stop_word_tenant) == [(before_stop[0][0], pytest.approx(before_stop[0][1], abs=1e-6))]
+    finally:
+        with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+            m.delete_all(user_id=stop_word_tenant)
+            if not m.store._indexes.scoped_text:  # type: ignore[attr-defined]
+                m.optimize()  # the database is shared by the whole session
 
 
 def test_neo4j_finds_text_hashes_by_identity(neo4j_available: bool, tmp_path: Any, uid: str) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Final
 
 from neo4j import ManagedTransaction, Session
 from neo4j import exceptions as neo4j_errors
 
 from ...errors import ConfigError, SchemaMismatchError
+from .cypher import SCOPE_FIELDS
 from .cypher import schema as q
 from .reembed import rebuild_vector_indexes
 from .session import Db
@@ -24,9 +26,25 @@ REBUILT_INDEXES: Final = ("memory_text", "entity_link", "entity_embedding", "mem
 _REBUILD_TIMEOUT_S: Final = 3_600
 
 
-def bootstrap(db: Db, embedder: str, dims: int) -> bool:
-    """Bootstrap the schema idempotently and pin the embedder (refusing another); return whether
-    the memory vector index is exact (see :func:`index_is_exact`)."""
+@dataclass(frozen=True)
+class IndexFacts:
+    """What search plans need to know of the store's indexes: read when the store opens, and again
+    after ``optimize`` or a re-embed rebuilt them."""
+
+    exact_vector: bool = False
+    """``memory_embedding`` keeps float32 vectors, so its scores are exact cosines (:func:`index_is_exact`)."""
+    scoped_text: bool = False
+    """``memory_text`` holds the scope fields beside the text, so a full-text query can ask Lucene
+    for one scope's hits (:func:`text_is_scoped`)."""
+
+
+def index_facts(session: Session, location: str) -> IndexFacts:
+    return IndexFacts(index_is_exact(session, location), text_is_scoped(session, location))
+
+
+def bootstrap(db: Db, embedder: str, dims: int) -> IndexFacts:
+    """Bootstrap the schema idempotently and pin the embedder (refusing another); return what
+    search needs to know of the indexes."""
     location = db.location()
     with db.errors("schema bootstrap", write=True), db.session() as session:
         pinned = _check_meta(session, location, embedder, dims)
@@ -38,7 +56,7 @@ def bootstrap(db: Db, embedder: str, dims: int) -> bool:
         _identity_schema(session)
         _check_meta(session, location, embedder, dims)
         session.run(q.AWAIT_INDEXES).consume()
-        return index_is_exact(session, location)
+        return index_facts(session, location)
 
 
 def _create(session: Session, statement: str) -> None:
@@ -131,14 +149,33 @@ def index_is_exact(session: Session, location: str) -> bool:
     return exact
 
 
+def text_is_scoped(session: Session, location: str) -> bool:
+    """Whether ``memory_text`` indexes the scope fields too.
+
+    An index of a store from before it has the text alone: a query then takes the top hits of all
+    scopes and keeps the scope's, and when those are too few it reads every hit of the query, which
+    for a small scope of a big store and common words is most of the index. It still answers
+    correctly; ``optimize`` rebuilds it with the scope fields."""
+    record = session.run(q.MEMORY_TEXT_INDEX).single()
+    if record is None:
+        return False
+    scoped = set(SCOPE_FIELDS) <= set(record["properties"] or ())
+    if not scoped:
+        log.warning("Neo4j full-text index memory_text at %s indexes the text alone: full-text searches in a "
+                    "small share of the store read the other scopes' hits too; Memory.optimize() (graphmem "
+                    "optimize) rebuilds it with the scope fields", location)
+    return scoped
+
+
 def _write_meta(tx: ManagedTransaction, embedder: str, dims: int) -> None:
     tx.run(q.WRITE_META, embedder=embedder, dims=dims, version=SCHEMA_VERSION).consume()
 
 
-def optimize(db: Db, dims: int) -> tuple[dict[str, Any], bool]:
+def optimize(db: Db, dims: int) -> tuple[dict[str, Any], IndexFacts]:
     """Rebuild the Lucene-backed search indexes, each into as few segments as the server's build
-    buffer allows, one index at a time (a quantized vector index of an older store comes back exact).
-    Returns the report and whether the memory vector index is exact now.
+    buffer allows, one index at a time, with the current definitions (a quantized vector index or
+    a text-only full-text index of an older store comes back exact, or scoped). Returns the report
+    and the indexes' facts now.
 
     Why: Neo4j adds index segments as transactions commit and merges them lazily, and a vector
     search walks the HNSW graph of every segment, so one segment answers ``queryNodes`` much faster
@@ -155,5 +192,5 @@ def optimize(db: Db, dims: int) -> tuple[dict[str, Any], bool]:
             session.run(statements[name]).consume()
             session.run(q.AWAIT_INDEX, name=name, timeout=_REBUILD_TIMEOUT_S).consume()
             rebuilt[name] = round(time.perf_counter() - started, 3)
-        exact = index_is_exact(session, db.location())
-    return {"backend": "neo4j", "rebuilt_s": rebuilt, "seconds": round(sum(rebuilt.values()), 3)}, exact
+        facts = index_facts(session, db.location())
+    return {"backend": "neo4j", "rebuilt_s": rebuilt, "seconds": round(sum(rebuilt.values()), 3)}, facts

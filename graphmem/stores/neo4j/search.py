@@ -1,9 +1,10 @@
 """Search on Neo4j: candidates (vector and full-text hits in scope), the neighbourhood of a query,
 both in one statement (:func:`search`), and ``nearest``.
 
-Two facts about the store steer the plans, kept by the store and passed in: whether the memory
-vector index is exact (``exact_index``: an unquantized index's scores are exact cosines), and which
-scopes a recent search found big (``big_until``: scope -> ``time.monotonic`` deadline).
+Facts about the store steer the plans, kept by the store and passed in: its indexes'
+(``indexes``: whether the vector index's scores are exact cosines, whether the full-text index can
+be asked for one scope's hits), and which scopes a recent search found big (``big_until``: scope
+-> ``time.monotonic`` deadline).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .cypher import search as q
 from .filters import Params, compile_filter
 from .graph import read_subgraph
 from .records import add_records, check_vector, directions, live, record_row, similarity
+from .schema import IndexFacts
 from .session import Db
 from .statements import Statements, quiet, run
 
@@ -65,11 +67,13 @@ class CandidatePlan:
     text: bool
     scope: Scope
     exact_index: bool
+    text_limit: int | None
+    """Full-text rows asked of the index (``$tk``), or ``None``: as many as vector rows (``kk``)."""
 
 
 def candidates(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Candidates:
     """Vector and full-text hits in scope, in one round trip unless an index result was cut short.
 
@@ -84,15 +88,15 @@ def candidates(
     the last resort).
     """
     return db.singles("search", candidates_steps(db.cfg, scope, flt, vector, text, k, dims=dims,
-                                                 exact_index=exact_index, big_until=big_until))
+                                                 indexes=indexes, big_until=big_until))
 
 
 def candidates_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Statements[Candidates]:
     """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:
         return Candidates(round_trips=0)
     row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
@@ -101,10 +105,11 @@ def candidates_steps(
 
 def candidate_plan(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> CandidatePlan | None:
     """The first candidates query (see :func:`candidates`), or ``None`` when nothing can match."""
     query_text = lucene_query(text) if text is not None else None
+    exact_index = indexes.exact_vector
     vec = check_vector(vector, dims, "query embedding") if vector is not None else None
     if vec is not None and not any(vec):
         vec = None  # a zero vector (no known token) has no direction: no similarity to rank by
@@ -145,11 +150,17 @@ def candidate_plan(
     if vec is not None:
         parts.append(q.vector_hits(hint_clause, cond, exact_index))
         columns += ["vh", "vraw"]
+    text_limit = None
     if query_text is not None:
-        parts.append(q.text_hits(cond, vec is not None))
+        # A scoped index answers with the scope's hits (a superset, fenced exactly): k of them, or
+        # more when a filter may drop some. Else the scope's share of kk rows, as for vectors.
+        if indexes.scoped_text:
+            params["q"] = q.scoped_text_query(query_text, scope)
+            params["tk"] = text_limit = k * _FILTER_OVERFETCH if flt is not None else k
+        parts.append(q.text_hits(cond, vec is not None, "$tk" if indexes.scoped_text else "kk"))
         columns += ["fh", "fraw"]
     return CandidatePlan(parts, columns, params, cond, hint_clause, k, vec is not None, query_text is not None, scope,
-                         exact_index)
+                         exact_index, text_limit)
 
 
 def finish_candidates(
@@ -169,7 +180,7 @@ def finish_candidates(
     first_vhits = vhits  # the full-text hits' cosines leave out these
     fhits: list[dict[str, Any]] = row["fh"] if plan.text else []
     redo_vector = plan.vector and len(vhits) < k and int(row["vraw"]) >= kk
-    redo_text = plan.text and len(fhits) < k and int(row["fraw"]) >= kk
+    redo_text = plan.text and len(fhits) < k and int(row["fraw"]) >= (plan.text_limit or kk)
     widen = big
     while redo_vector or redo_text:
         parts, columns = [], []
@@ -266,16 +277,16 @@ def query_vector(vector: Vector | None, dims: int | None) -> list[float] | None:
 
 def search(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-    graph_query: GraphQuery, *, dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+    graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> tuple[Candidates, Subgraph]:
     """See :func:`search_steps`."""
     return db.singles("search", search_steps(db.cfg, scope, flt, vector, text, k, graph_query, dims=dims,
-                                             exact_index=exact_index, big_until=big_until))
+                                             indexes=indexes, big_until=big_until))
 
 
 def search_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-    graph_query: GraphQuery, *, dims: int | None, exact_index: bool, big_until: dict[Scope, float],
+    graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Statements[tuple[Candidates, Subgraph]]:
     """Candidates and neighbourhood in one Cypher query: one round trip.
 
@@ -286,7 +297,7 @@ def search_steps(
     The base class's two calls (candidates, then ``neighbourhood``) are the oracle this is
     tested against (``tests/test_search_parity.py``).
     """
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, exact_index=exact_index, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:  # no signal to rank by: the linked entities alone
         sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
         return Candidates(round_trips=1), sub

@@ -16,7 +16,9 @@ WRITE_META: Final = (
     "ON CREATE SET g.embedder = $embedder, g.dims = $dims, g.schema_version = $version"
 )
 MEMORY_VECTOR_INDEX: Final = "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'memory_embedding' RETURN options"
-MEMORY_TEXT_INDEX: Final = "SHOW FULLTEXT INDEXES YIELD name, options WHERE name = 'memory_text' RETURN options"
+MEMORY_TEXT_INDEX: Final = (
+    "SHOW FULLTEXT INDEXES YIELD name, options, properties WHERE name = 'memory_text' RETURN options, properties"
+)
 ANALYZERS: Final = "CALL db.index.fulltext.listAvailableAnalyzers() YIELD analyzer RETURN analyzer"
 AWAIT_INDEXES: Final = "CALL db.awaitIndexes()"
 AWAIT_INDEX: Final = "CALL db.awaitIndex($name, $timeout)"
@@ -73,8 +75,10 @@ def schema_statements(dims: int, analyzer: str) -> list[str]:
         "CREATE INDEX entity_name IF NOT EXISTS FOR (e:Entity) ON (e.name)",
         "CREATE VECTOR INDEX memory_embedding IF NOT EXISTS FOR (m:Memory) ON (m.embedding) " + vector_options,
         "CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (e:Entity) ON (e.embedding) " + vector_options,
-        "CREATE FULLTEXT INDEX memory_text IF NOT EXISTS FOR (m:Memory) ON EACH [m.memory] "
-        f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{analyzer}'}}}}",
+        # The scope fields too, so a query asks Lucene for one scope's hits (cypher.search.scoped_text_query).
+        "CREATE FULLTEXT INDEX memory_text IF NOT EXISTS FOR (m:Memory) ON EACH [m.memory, "
+        + ", ".join(f"m.{f}" for f in SCOPE_FIELDS)
+        + f"] OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{analyzer}'}}}}",
         # the graph half
         "CREATE CONSTRAINT value_id IF NOT EXISTS FOR (v:Value) REQUIRE v.id IS UNIQUE",
         "CREATE CONSTRAINT quarantine_id IF NOT EXISTS FOR (q:Quarantine) REQUIRE q.id IS UNIQUE",

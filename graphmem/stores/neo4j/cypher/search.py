@@ -100,11 +100,20 @@ def vector_hits(hint_clause: str, cond: str, exact_index: bool) -> str:
     )
 
 
-def text_hits(cond: str, with_vector: bool) -> str:
-    """The first query's full-text hits ``fh`` (and ``fraw``), up to ``kk``; with a vector they
-    carry their cosine, except vector hits (their score is it)."""
+def text_hits(cond: str, with_vector: bool, limit: str) -> str:
+    """The first query's full-text hits ``fh`` (and ``fraw``), up to ``limit`` index rows (``kk``
+    or ``$tk``); with a vector they carry their cosine, except vector hits (their score is it)."""
     imports = "kk, vh" if with_vector else "kk"
-    return f"CALL ({imports}) {{ {index_fulltext(cond, '{limit: kk}', with_vector, skip_vh=with_vector)} }}"
+    return f"CALL ({imports}) {{ {index_fulltext(cond, f'{{limit: {limit}}}', with_vector, skip_vh=with_vector)} }}"
+
+
+def scoped_text_query(text_query: str, scope: Scope) -> str:
+    """``text_query`` on the memory text, within the scope's fields (phrases of the analysed ids, as
+    :func:`lucene_scope`; a superset of the scope, fenced exactly in Cypher) boosted by 0, so the
+    scores are the text's BM25 alone. A scope id that analyses to nothing (a stop word) drops its
+    clause: the query is then as wide as an unscoped one, and the fallbacks apply."""
+    fence = " AND ".join(f'{name}:"{_lucene_phrase(value)}"^0' for name, value in scope.items())
+    return f"memory:({text_query}) AND {fence}"
 
 
 def wider_vector_hits(cond: str, exact_index: bool) -> str:
