@@ -108,12 +108,10 @@ def text_hits(cond: str, with_vector: bool, limit: str) -> str:
 
 
 def scoped_text_query(text_query: str, scope: Scope) -> str:
-    """``text_query`` on the memory text, within the scope's fields (phrases of the analysed ids, as
-    :func:`lucene_scope`; a superset of the scope, fenced exactly in Cypher) boosted by 0, so the
-    scores are the text's BM25 alone. A scope id that analyses to nothing (a stop word) drops its
-    clause: the query is then as wide as an unscoped one, and the fallbacks apply."""
-    fence = " AND ".join(f'{name}:"{_lucene_phrase(value)}"^0' for name, value in scope.items())
-    return f"memory:({text_query}) AND {fence}"
+    """``text_query`` on the memory text, within :func:`lucene_scope` boosted by 0, so the scores
+    are the text's BM25 alone. A scope id that analyses to nothing (a stop word) drops its clause:
+    the query is then as wide as an unscoped one, and the fallbacks apply."""
+    return f"memory:({text_query}) AND {lucene_scope(scope, boost='^0')}"
 
 
 def wider_vector_hits(cond: str, exact_index: bool) -> str:
@@ -170,10 +168,10 @@ _DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
 _LUCENE_SPECIAL: Final = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 
-def lucene_scope(scope: Scope) -> str:
+def lucene_scope(scope: Scope, boost: str = "") -> str:
     """Lucene clauses for the scope's given fields (phrases of the analysed ids: a superset of the
-    scope, which the Cypher around the index call then fences exactly)."""
-    return " AND ".join(f'{name}:"{_lucene_phrase(value)}"' for name, value in scope.items())
+    scope, which the Cypher around the index call then fences exactly), each with ``boost``."""
+    return " AND ".join(f'{name}:"{_lucene_phrase(value)}"{boost}' for name, value in scope.items())
 
 
 def _lucene_phrase(text: str) -> str:
