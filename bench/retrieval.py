@@ -1,7 +1,7 @@
 """Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|minilm|NAME]
-        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,mem0] [--k 5,10] [--extract rules|none]
+        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,no_graph,mem0] [--k 5,10] [--extract rules|none]
         [--speaker-prefix] [--granularity sentence|message] [--home DIR] [--limit-collections N]
         [--limit-queries N] [--out result.json]
 
@@ -12,7 +12,8 @@ rule-based extractor splits docs into sentence memories and writes entities and 
 ``--extract none`` stores each doc verbatim. Once every collection is in (BM25 statistics span the
 whole index, so a fresh run and one reusing ``--home`` rank alike), all modes query the same data:
 ``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
-``hybrid_minmax`` the same over min-max normalized signals, ``graph`` the graph signal alone
+``hybrid_minmax`` the same over min-max normalized signals, ``no_graph`` the default weights with
+the graph's at 0 (what hybrid costs and finds without its walk), ``graph`` the graph signal alone
 (``null`` while search returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``.
 Retrieved memories are mapped to their doc (or its group when ``gold_level`` is ``group``), first
 occurrence wins, then cut at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
@@ -46,7 +47,7 @@ from graphmem import Memory, MemoryConfig
 from graphmem.config import SearchConfig
 from graphmem.models import Message
 
-ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "mem0")
+ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "no_graph", "mem0")
 _DATE_CACHE: dict[str, datetime | None] = {}
 
 
@@ -74,6 +75,7 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
         "graph": {"weights": {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}},
         "hybrid": {},
         "hybrid_minmax": {"normalize": "minmax"},
+        "no_graph": {"weights": {**SearchConfig().weights, "graph": 0.0}},
     }.get(mode)
     return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
 

@@ -1,7 +1,7 @@
 """Search latency per mode at 10k and 100k memories on both backends (issue 5).
 
     python bench/search_latency.py [--backend sqlite,neo4j] [--sizes 10000,100000] [--queries 200]
-        [--modes vector,fulltext,graph,hybrid] [--query-sets natural,common] [--cold 3]
+        [--modes vector,fulltext,graph,hybrid,no_graph] [--query-sets natural,common] [--cold 3]
         [--baseline-ref REF] [--out bench/results/search_latency.json]
 
 Why: issue 5 asks for "p50/p95 per mode at 10k and 100k memories on both backends, query embedding
@@ -17,6 +17,8 @@ reports it, else counted here: public ``Store`` method calls during the search (
 its own ``Candidates.round_trips``), and on Neo4j also Cypher statements and Bolt request flushes
 (network round trips, BEGIN/COMMIT included) from a counting patch of the driver. The JSON says which.
 Baseline, same run and store: vector-only search; every mode's p50 is printed as a ratio to it.
+``no_graph`` (hybrid's weights with the graph's at 0) is what hybrid would cost with a free graph walk:
+the floor of its ratio to vector search.
 
 Query sets (issue 19): ``natural``, the LoCoMo questions; ``common``, three to five words drawn from
 the 40 words found in the most memories of the queried tenant (as in ``bench/fulltext.py``: the
@@ -102,7 +104,7 @@ DATA = ROOT.parent / "shared" / "data"
 CACHE = ROOT / ".cache" / "search_latency"
 BUILD_VERSION = 1
 """Bump when the data layout or graph recipe changes: cached stores of another version are rebuilt."""
-MODES = ("vector", "fulltext", "graph", "hybrid")
+MODES = ("vector", "fulltext", "graph", "hybrid", "no_graph")
 BASELINE = "vector"
 TENANT_PREFIX = "search-latency-"
 ROLE_SPEAKERS = frozenset({"user", "assistant", "system", "tool"})

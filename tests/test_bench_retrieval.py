@@ -58,7 +58,7 @@ def _run(tmp_path: Path, level: str, extract: str) -> dict:
 def test_doc_level_recall_and_shape(tmp_path: Path) -> None:
     res = _run(tmp_path, "doc", "none")
     assert set(res) >= {"recall", "latency_ms", "ingest_s", "config"}
-    for mode in ("vector", "fulltext", "hybrid", "hybrid_minmax", "mem0"):
+    for mode in ("vector", "fulltext", "hybrid", "hybrid_minmax", "no_graph", "mem0"):
         rec = res["recall"][mode]
         assert set(rec) == {"all@1", "all@3", "single@1", "single@3", "multi@1", "multi@3"}
         assert all(0.0 <= v <= 1.0 for v in rec.values())
@@ -69,6 +69,7 @@ def test_doc_level_recall_and_shape(tmp_path: Path) -> None:
     # without extraction there is no graph to walk: the mode is reported unavailable, not faked
     assert res["recall"]["graph"] is None and res["latency_ms"]["graph"] is None
     assert res["config"]["unavailable"] == ["graph"]
+    assert res["recall"]["no_graph"] == res["recall"]["hybrid"]  # no graph: hybrid fuses what no_graph does
 
 
 def test_group_level_with_rule_extraction(tmp_path: Path) -> None:
