@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -194,26 +193,14 @@ def open_memory(backend: str, tmp_path: Path) -> Memory:
     return Memory(MemoryConfig.load(cfg), embedder=EMBEDDER)
 
 
-@pytest.fixture(params=["procedure", "cypher"])
-def worlds(request: pytest.FixtureRequest, tmp_path: Path, uid: str,
-           neo4j_available: bool) -> Iterator[tuple[World, World]]:
-    """The same data in SQLite and in Neo4j (removed from the shared server afterwards); Neo4j walks
-    with its ``graphmem.walk`` procedure, or in Cypher as on a server without the plugin."""
+@pytest.fixture
+def worlds(tmp_path: Path, uid: str, neo4j_available: bool) -> Iterator[tuple[World, World]]:
+    """The same data in SQLite and in Neo4j (removed from the shared server afterwards)."""
     if not neo4j_available:  # under CI=true the fixture has already failed the test
         pytest.skip("no Neo4j server answers")
     prefix = uid.replace("u-", "p")
     lite = open_memory("sqlite", tmp_path)
     neo = open_memory("neo4j", tmp_path)
-    server = neo.store._server  # type: ignore[attr-defined]
-    if request.param == "cypher":
-        neo.store._server = dataclasses.replace(server, walk=False)  # type: ignore[attr-defined]
-    elif not server.walk:
-        lite.close()
-        neo.close()
-        reason = "the Neo4j server has no graphmem.walk procedure (tools/neo4j's plugin)"
-        if os.environ.get("CI") == "true":  # the launcher loads it: CI must not pass without it
-            pytest.fail(reason)
-        pytest.skip(reason)
     try:
         yield build(lite, uid, prefix), build(neo, uid, prefix)
     finally:

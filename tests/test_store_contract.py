@@ -471,10 +471,10 @@ def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp
             "{`vector.dimensions`: 384, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: true}}")
     with Memory(MemoryConfig.load(make_config(backend, tmp_path)), embedder=HashingEmbedder(384)) as m:
         m.add("Rita lives in Porto", infer=False, user_id=uid)
-        assert m.store._server.exact_vector is False  # type: ignore[attr-defined]
+        assert m.store._indexes.exact_vector is False  # type: ignore[attr-defined]
         assert ids(m.search("Porto", user_id=uid, top_k=1))
         m.optimize()
-        assert m.store._server.exact_vector is True  # type: ignore[attr-defined]
+        assert m.store._indexes.exact_vector is True  # type: ignore[attr-defined]
         options = m.cypher(show)[0]["options"]
         assert options["indexConfig"]["vector.quantization.enabled"] is False
         assert m.search("Porto", user_id=uid, top_k=1)["results"][0]["memory"] == "Rita lives in Porto"
@@ -505,7 +505,7 @@ def test_neo4j_full_text_is_asked_for_the_scope(neo4j_available: bool, tmp_path:
     try:
         with Memory(cfg, embedder=HashingEmbedder(384)) as m:
             assert "indexes the text alone" in caplog.text
-            assert m.store._server.scoped_text is False  # type: ignore[attr-defined]
+            assert m.store._indexes.scoped_text is False  # type: ignore[attr-defined]
             crowd = [f"zebra zebra zebra herd number {i}" for i in range(40)]
             m.add_many(crowd, user_id=uid + "-crowd", infer=False)
             ours = ["a zebra was painted on the long wall of the old station building",
@@ -522,7 +522,7 @@ def test_neo4j_full_text_is_asked_for_the_scope(neo4j_available: bool, tmp_path:
             before, before_stop = ranked(uid), ranked(stop_word_tenant)
             assert len(before) == 2 and len(before_stop) == 1
             m.optimize()
-            assert m.store._server.scoped_text is True  # type: ignore[attr-defined]
+            assert m.store._indexes.scoped_text is True  # type: ignore[attr-defined]
             after = m.search("zebra", user_id=uid, top_k=5, explain=True)
             assert after["round_trips"] == 1
             assert [r[0] for r in ranked(uid)] == [r[0] for r in before]
@@ -531,7 +531,7 @@ def test_neo4j_full_text_is_asked_for_the_scope(neo4j_available: bool, tmp_path:
     finally:
         with Memory(cfg, embedder=HashingEmbedder(384)) as m:
             m.delete_all(user_id=stop_word_tenant)
-            if not m.store._server.scoped_text:  # type: ignore[attr-defined]
+            if not m.store._indexes.scoped_text:  # type: ignore[attr-defined]
                 m.optimize()  # the database is shared by the whole session
 
 

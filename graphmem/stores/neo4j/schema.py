@@ -27,32 +27,22 @@ _REBUILD_TIMEOUT_S: Final = 3_600
 
 
 @dataclass(frozen=True)
-class ServerFacts:
-    """What search plans need to know of the server: its indexes and procedures, read when the
-    store opens, and again after ``optimize`` or a re-embed rebuilt the indexes."""
+class IndexFacts:
+    """What search plans need to know of the store's indexes: read when the store opens, and again
+    after ``optimize`` or a re-embed rebuilt them."""
 
     exact_vector: bool = False
     """``memory_embedding`` keeps float32 vectors, so its scores are exact cosines (:func:`index_is_exact`)."""
     scoped_text: bool = False
     """``memory_text`` holds the scope fields beside the text, so a full-text query can ask Lucene
     for one scope's hits (:func:`text_is_scoped`)."""
-    walk: bool = False
-    """The server has ``graphmem.walk`` with the signature this version calls (:func:`has_walk`)."""
 
 
-def server_facts(session: Session, location: str) -> ServerFacts:
-    return ServerFacts(index_is_exact(session, location), text_is_scoped(session, location), has_walk(session))
+def index_facts(session: Session, location: str) -> IndexFacts:
+    return IndexFacts(index_is_exact(session, location), text_is_scoped(session, location))
 
 
-def has_walk(session: Session) -> bool:
-    """Whether the server runs the search walk natively: the plugin of ``tools/neo4j`` installed
-    (the launcher loads it), in the version this code calls. Without it (a server without the
-    plugin, such as Aura) searches walk in Cypher, with the same results."""
-    record = session.run(q.WALK_PROCEDURE).single()
-    return record is not None and record["signature"] == q.WALK_SIGNATURE
-
-
-def bootstrap(db: Db, embedder: str, dims: int) -> ServerFacts:
+def bootstrap(db: Db, embedder: str, dims: int) -> IndexFacts:
     """Bootstrap the schema idempotently and pin the embedder (refusing another); return what
     search needs to know of the indexes."""
     location = db.location()
@@ -66,7 +56,7 @@ def bootstrap(db: Db, embedder: str, dims: int) -> ServerFacts:
         _identity_schema(session)
         _check_meta(session, location, embedder, dims)
         session.run(q.AWAIT_INDEXES).consume()
-        return server_facts(session, location)
+        return index_facts(session, location)
 
 
 def _create(session: Session, statement: str) -> None:
@@ -181,7 +171,7 @@ def _write_meta(tx: ManagedTransaction, embedder: str, dims: int) -> None:
     tx.run(q.WRITE_META, embedder=embedder, dims=dims, version=SCHEMA_VERSION).consume()
 
 
-def optimize(db: Db, dims: int) -> tuple[dict[str, Any], ServerFacts]:
+def optimize(db: Db, dims: int) -> tuple[dict[str, Any], IndexFacts]:
     """Rebuild the Lucene-backed search indexes, each into as few segments as the server's build
     buffer allows, one index at a time, with the current definitions (a quantized vector index or
     a text-only full-text index of an older store comes back exact, or scoped). Returns the report
@@ -202,5 +192,5 @@ def optimize(db: Db, dims: int) -> tuple[dict[str, Any], ServerFacts]:
             session.run(statements[name]).consume()
             session.run(q.AWAIT_INDEX, name=name, timeout=_REBUILD_TIMEOUT_S).consume()
             rebuilt[name] = round(time.perf_counter() - started, 3)
-        facts = server_facts(session, db.location())
+        facts = index_facts(session, db.location())
     return {"backend": "neo4j", "rebuilt_s": rebuilt, "seconds": round(sum(rebuilt.values()), 3)}, facts

@@ -1,9 +1,9 @@
 """Search on Neo4j: candidates (vector and full-text hits in scope), the neighbourhood of a query,
 both in one statement (:func:`search`), and ``nearest``.
 
-Facts about the server steer the plans, kept by the store and passed in (``server``: whether the
-vector index's scores are exact cosines, whether the full-text index can be asked for one scope's
-hits, whether graphmem's walk procedure is installed), and which scopes a recent search found big (``big_until``: scope
+Facts about the store steer the plans, kept by the store and passed in: its indexes'
+(``indexes``: whether the vector index's scores are exact cosines, whether the full-text index can
+be asked for one scope's hits), and which scopes a recent search found big (``big_until``: scope
 -> ``time.monotonic`` deadline).
 """
 
@@ -27,7 +27,7 @@ from .cypher import search as q
 from .filters import Params, compile_filter
 from .graph import read_subgraph
 from .records import add_records, check_vector, directions, live, record_row, similarity
-from .schema import ServerFacts
+from .schema import IndexFacts
 from .session import Db
 from .statements import Statements, quiet, run
 
@@ -73,7 +73,7 @@ class CandidatePlan:
 
 def candidates(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, server: ServerFacts, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Candidates:
     """Vector and full-text hits in scope, in one round trip unless an index result was cut short.
 
@@ -88,15 +88,15 @@ def candidates(
     the last resort).
     """
     return db.singles("search", candidates_steps(db.cfg, scope, flt, vector, text, k, dims=dims,
-                                                 server=server, big_until=big_until))
+                                                 indexes=indexes, big_until=big_until))
 
 
 def candidates_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, server: ServerFacts, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Statements[Candidates]:
     """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, server=server, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:
         return Candidates(round_trips=0)
     row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
@@ -105,11 +105,11 @@ def candidates_steps(
 
 def candidate_plan(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, server: ServerFacts, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> CandidatePlan | None:
     """The first candidates query (see :func:`candidates`), or ``None`` when nothing can match."""
     query_text = lucene_query(text) if text is not None else None
-    exact_index = server.exact_vector
+    exact_index = indexes.exact_vector
     vec = check_vector(vector, dims, "query embedding") if vector is not None else None
     if vec is not None and not any(vec):
         vec = None  # a zero vector (no known token) has no direction: no similarity to rank by
@@ -154,10 +154,10 @@ def candidate_plan(
     if query_text is not None:
         # A scoped index answers with the scope's hits (a superset, fenced exactly): k of them, or
         # more when a filter may drop some. Else the scope's share of kk rows, as for vectors.
-        if server.scoped_text:
+        if indexes.scoped_text:
             params["q"] = q.scoped_text_query(query_text, scope)
             params["tk"] = text_limit = k * _FILTER_OVERFETCH if flt is not None else k
-        parts.append(q.text_hits(cond, vec is not None, "$tk" if server.scoped_text else "kk"))
+        parts.append(q.text_hits(cond, vec is not None, "$tk" if indexes.scoped_text else "kk"))
         columns += ["fh", "fraw"]
     return CandidatePlan(parts, columns, params, cond, hint_clause, k, vec is not None, query_text is not None, scope,
                          exact_index, text_limit)
@@ -225,21 +225,20 @@ def finish_candidates(
 
 def neighbourhood(
     db: Db, scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None,
-    vec: list[float] | None, *, native: bool,
+    vec: list[float] | None,
 ) -> Subgraph:
     """The walk of :func:`.cypher.search.neighbourhood_cypher`, in one query; with ``vec`` (a
     checked query vector with a direction) each record comes with its exact cosine to it."""
-    return db.singles("neighbourhood", neighbourhood_steps(scope, query, seed_memories, flt, vec, native=native))
+    return db.singles("neighbourhood", neighbourhood_steps(scope, query, seed_memories, flt, vec))
 
 
 def neighbourhood_steps(
     scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None, vec: list[float] | None,
-    *, native: bool,
 ) -> Statements[Subgraph]:
     params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
     cond = _memory_where(scope, flt, params)
     proj = graph_record_proj(vec is not None)
-    body = q.neighbourhood_alone(scope, query, params, records_where=cond, record_proj=proj, native=native)
+    body = q.neighbourhood_alone(scope, query, params, records_where=cond, record_proj=proj)
     row = yield run(statement([body], q.SUBGRAPH_COLUMNS), params, "single")
     if row is None:
         raise StoreError("Neo4j neighbourhood returned no row")
@@ -278,16 +277,16 @@ def query_vector(vector: Vector | None, dims: int | None) -> list[float] | None:
 
 def search(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-    graph_query: GraphQuery, *, dims: int | None, server: ServerFacts, big_until: dict[Scope, float],
+    graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> tuple[Candidates, Subgraph]:
     """See :func:`search_steps`."""
     return db.singles("search", search_steps(db.cfg, scope, flt, vector, text, k, graph_query, dims=dims,
-                                             server=server, big_until=big_until))
+                                             indexes=indexes, big_until=big_until))
 
 
 def search_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-    graph_query: GraphQuery, *, dims: int | None, server: ServerFacts, big_until: dict[Scope, float],
+    graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
 ) -> Statements[tuple[Candidates, Subgraph]]:
     """Candidates and neighbourhood in one Cypher query: one round trip.
 
@@ -298,10 +297,9 @@ def search_steps(
     The base class's two calls (candidates, then ``neighbourhood``) are the oracle this is
     tested against (``tests/test_search_parity.py``).
     """
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, server=server, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:  # no signal to rank by: the linked entities alone
-        sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims),
-                                             native=server.walk)
+        sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
         return Candidates(round_trips=1), sub
     vec: list[float] | None = plan.params["vec"] if plan.vector else None
     n = int(graph_query.seed_memories)
@@ -310,7 +308,7 @@ def search_steps(
     params["g_seed_min"] = SEED_MIN_COSINE
     body = q.neighbourhood_after_hits(
         scope, graph_query, params, vector=plan.vector, text=plan.text, records_where=plan.cond,
-        record_proj=graph_record_proj(plan.vector), carry=plan.columns, native=server.walk,
+        record_proj=graph_record_proj(plan.vector), carry=plan.columns,
     )
     row = yield run(statement([*plan.parts, body], [*plan.columns, *q.SUBGRAPH_COLUMNS]), params, "single")
     cands = yield from finish_candidates(plan, row, big_until)
@@ -320,7 +318,7 @@ def search_steps(
         firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                             fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
         if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, native=server.walk)
+            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec)
             cands.round_trips += 1
             return cands, sub
     sub, recs = read_subgraph(row)

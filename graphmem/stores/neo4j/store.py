@@ -48,8 +48,8 @@ class Neo4jStore(Store):
         self._db = Db(config)
         self._dims: int | None = None
         self._reembed_dims: int | None = None
-        self._server = schema.ServerFacts()
-        """What search plans need to know of the server: read at :meth:`open` (indexes' configuration, procedures)."""
+        self._indexes = schema.IndexFacts()
+        """What search plans need to know of the indexes: read from their configuration at :meth:`open`."""
         self._big_until: dict[Scope, float] = {}
         """Scopes last found big by a search, until when (``time.monotonic``) that is trusted."""
 
@@ -83,7 +83,7 @@ class Neo4jStore(Store):
         """Connect, bootstrap the schema idempotently and pin the embedder (refusing another)."""
         self._db.connect()
         dims = int(dims)
-        self._server = schema.bootstrap(self._db, embedder, dims)
+        self._indexes = schema.bootstrap(self._db, embedder, dims)
         self._dims = dims
         return StoreInfo(backend="neo4j", location=self._db.location(), embedder=embedder, dims=dims)
 
@@ -115,14 +115,14 @@ class Neo4jStore(Store):
         if not missing:
             self._dims = int(dims)
             with self._db.errors("re-embed", write=False), self._db.session() as session:
-                self._server = schema.server_facts(session, self._db.location())
+                self._indexes = schema.index_facts(session, self._db.location())
         return missing
 
     def optimize(self) -> dict[str, Any]:
         """Rebuild the search indexes into few segments (see :func:`.schema.optimize`)."""
         if self._dims is None:
             raise StoreError("store not opened: call open() first")
-        report, self._server = schema.optimize(self._db, self._dims)
+        report, self._indexes = schema.optimize(self._db, self._dims)
         return report
 
     def close(self) -> None:
@@ -296,7 +296,7 @@ class Neo4jStore(Store):
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int
     ) -> Job[Candidates]:
         return Job("alone", "search", lambda: search.candidates_steps(
-            self._db.cfg, scope, flt, vector, text, k, dims=self._dims, server=self._server,
+            self._db.cfg, scope, flt, vector, text, k, dims=self._dims, indexes=self._indexes,
             big_until=self._big_until))
 
     def neighbourhood(
@@ -305,7 +305,7 @@ class Neo4jStore(Store):
         """The walk of :func:`.cypher.search.neighbourhood_cypher`, in one query; with
         ``query.vector`` the records come with their cosine to it (``Subgraph.similarity``)."""
         return search.neighbourhood(self._db, scope, query, seed_memories, flt,
-                                    search.query_vector(query.vector, self._dims), native=self._server.walk)
+                                    search.query_vector(query.vector, self._dims))
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
@@ -321,17 +321,17 @@ class Neo4jStore(Store):
         def alone() -> Statements[tuple[Candidates, Subgraph]]:
             if graph_query is None:
                 cands = yield from search.candidates_steps(self._db.cfg, scope, flt, vector, text, k, dims=self._dims,
-                                                           server=self._server, big_until=self._big_until)
+                                                           indexes=self._indexes, big_until=self._big_until)
                 return cands, Subgraph()
             return (yield from search.search_steps(self._db.cfg, scope, flt, vector, text, k, graph_query,
-                                                   dims=self._dims, server=self._server,
+                                                   dims=self._dims, indexes=self._indexes,
                                                    big_until=self._big_until))
 
         return Job("alone", "search", alone)
 
     def nearest(self, scope: Scope, vectors: Vector) -> list[tuple[str, float] | None]:
         """Best memory in scope per query vector (see :func:`.search.nearest`)."""
-        return search.nearest(self._db, scope, vectors, dims=self._dims, exact_index=self._server.exact_vector)
+        return search.nearest(self._db, scope, vectors, dims=self._dims, exact_index=self._indexes.exact_vector)
 
     # ---------------------------------------------------------------------------------- dump (see dump.py)
 

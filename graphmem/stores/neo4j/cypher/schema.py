@@ -19,15 +19,6 @@ MEMORY_VECTOR_INDEX: Final = "SHOW VECTOR INDEXES YIELD name, options WHERE name
 MEMORY_TEXT_INDEX: Final = (
     "SHOW FULLTEXT INDEXES YIELD name, options, properties WHERE name = 'memory_text' RETURN options, properties"
 )
-WALK_PROCEDURE: Final = "SHOW PROCEDURES YIELD name, signature WHERE name = 'graphmem.walk' RETURN signature"
-WALK_SIGNATURE: Final = (
-    "graphmem.walk(seeds :: LIST<STRING>, linked :: LIST<NODE>, skip :: LIST<STRING>, scope :: MAP, "
-    "asOf :: ZONED DATETIME, depth :: INTEGER, maxFrontier :: INTEGER, maxFacts :: INTEGER, "
-    "maxMentions :: INTEGER, hubDegree :: INTEGER) :: (seedPairs :: LIST<LIST<STRING>>, "
-    "entities :: LIST<MAP>, facts :: LIST<MAP>, memories :: LIST<NODE>)"
-)
-"""The walk procedure of ``tools/neo4j`` (``dev.graphmem.neo4j.procedures.Walk``) this code calls:
-another signature is another version, and searches walk in Cypher instead."""
 ANALYZERS: Final = "CALL db.index.fulltext.listAvailableAnalyzers() YIELD analyzer RETURN analyzer"
 AWAIT_INDEXES: Final = "CALL db.awaitIndexes()"
 AWAIT_INDEX: Final = "CALL db.awaitIndex($name, $timeout)"

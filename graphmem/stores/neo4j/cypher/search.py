@@ -168,18 +168,6 @@ _DEGREE: Final = "COUNT {{ ({v})<-[:MENTIONS]-() }}"
 _LUCENE_SPECIAL: Final = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 
-_FACT_ROW: Final = (
-    f"{{fact: {rel_proj('r', 'prov')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
-    "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}"
-)
-"""A fact of the walk (``r`` from ``s`` to ``o``, its provenance cut ``prov``), as ``graph.read_subgraph`` reads it."""
-
-
-def _entity_row(mids: str) -> str:
-    """A reached entity ``e``, its degree ``d`` and its first memories ``mids``, as ``graph.read_subgraph`` reads it."""
-    return f"{{e: {entity_proj('e')}, deg: d, mids: {mids}}}"
-
-
 def lucene_scope(scope: Scope, boost: str = "") -> str:
     """Lucene clauses for the scope's given fields (phrases of the analysed ids: a superset of the
     scope, which the Cypher around the index call then fences exactly), each with ``boost``."""
@@ -226,17 +214,17 @@ def _linking_cypher(q: GraphQuery, params: dict[str, Any], in_scope: str, scope_
 
 
 def neighbourhood_alone(
-    scope: Scope, q: GraphQuery, params: dict[str, Any], *, records_where: str, record_proj: str, native: bool
+    scope: Scope, q: GraphQuery, params: dict[str, Any], *, records_where: str, record_proj: str
 ) -> str:
     """:func:`neighbourhood_cypher` as a query of its own: the seeds are ``$g_seeds``, no record is
     known already."""
     return neighbourhood_cypher(scope, q, params, seeds="$g_seeds", skip="[]", records_where=records_where,
-                                record_proj=record_proj, native=native)
+                                record_proj=record_proj)
 
 
 def neighbourhood_after_hits(
     scope: Scope, q: GraphQuery, params: dict[str, Any], *, vector: bool, text: bool, records_where: str,
-    record_proj: str, carry: Sequence[str], native: bool,
+    record_proj: str, carry: Sequence[str],
 ) -> str:
     """:func:`neighbourhood_cypher` appended to the candidates' clauses: seeds from their hit lists
     (``vh`` with a ``vector``, ``fh`` with a ``text``), as ``base.seed_ids`` picks them (hits hold
@@ -245,7 +233,7 @@ def neighbourhood_after_hits(
     fh = "fh" if text else "[]"
     seeds = f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
     return neighbourhood_cypher(scope, q, params, seeds=seeds, skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]",
-                                records_where=records_where, record_proj=record_proj, carry=carry, native=native)
+                                records_where=records_where, record_proj=record_proj, carry=carry)
 
 
 def neighbourhood_cypher(
@@ -258,7 +246,6 @@ def neighbourhood_cypher(
     records_where: str,
     record_proj: str,
     carry: Sequence[str] = (),
-    native: bool = False,
 ) -> str:
     """Cypher clauses computing :meth:`Store.neighbourhood <graphmem.stores.base.Store.neighbourhood>`.
 
@@ -267,10 +254,8 @@ def neighbourhood_cypher(
     caller has already (they are not fetched twice), ``records_where`` the scope and filter on ``m``
     (``record_proj`` projects it), ``carry`` the caller's variables to keep. The walk is the SQLite
     store's, step for step (see ``sqlite_graph.neighbourhood``): the same linking, frontier order and
-    cuts, so both stores return the same subgraph. ``native``: the walk after linking is the
-    server's ``graphmem.walk`` procedure (``tools/neo4j``), the same steps in Java, and Cypher only
-    projects what it returns. The text depends only on the scope's fields, ``q.depth``, ``q.as_of``
-    being set and ``native``; every value goes into ``params``.
+    cuts, so both stores return the same subgraph. The text depends only on the scope's fields,
+    ``q.depth`` and ``q.as_of`` being set; every value goes into ``params``.
     """
     params.update(g_keys=list(q.keys), g_max_seeds=int(q.max_seeds), g_max_frontier=int(q.max_frontier),
                   g_max_facts=int(q.max_facts), g_max_mentions=int(q.max_mentions), g_hub_degree=int(q.hub_degree))
@@ -284,20 +269,6 @@ def neighbourhood_cypher(
     in_scope = {v: scope_where(scope, v, params) for v in ("e", "r", "x")}
     parts = [f"WITH {keep}{seeds} AS g_seed_mids, {skip} AS g_skip",
              _linking_cypher(q, params, in_scope["e"], lucene_scope(scope))]
-    done = f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs"
-    if native:
-        params.update(g_scope=dict(scope.items()), g_depth=int(q.depth), g_as_of=params.get("g_as_of"))
-        return " ".join([*parts, (
-            "CALL graphmem.walk(g_seed_mids, [p IN g_linked | p[1]], g_skip, $g_scope, $g_as_of, $g_depth, "
-            "$g_max_frontier, $g_max_facts, $g_max_mentions, $g_hub_degree) "
-            "YIELD seedPairs AS g_seed_pairs, entities AS g_walk_ents, facts AS g_walk_facts, memories AS g_walk_ms"),
-            "CALL (g_walk_facts) { UNWIND g_walk_facts AS f WITH f.r AS r, f.s AS s, f.o AS o, f.prov AS prov "
-            f"RETURN collect({_FACT_ROW}) AS g_rels }}",
-            "CALL (g_walk_ents) { UNWIND g_walk_ents AS w WITH w.e AS e, w.deg AS d, w.mids AS mids "
-            f"RETURN collect({_entity_row('mids')}) AS g_ents }}",
-            f"CALL (g_walk_ms) {{ UNWIND g_walk_ms AS m WITH m WHERE {records_where} "
-            f"RETURN collect({record_proj}) AS g_recs }}",
-            done])
     parts += [
         # The entities the seed memories mention (every pair is a mention of the result).
         "CALL (g_seed_mids) { UNWIND g_seed_mids AS mid "
@@ -335,13 +306,16 @@ def neighbourhood_cypher(
         "WHERE s IN g_seen AND (o:Value OR o IN g_seen) "
         "CALL (r) { UNWIND coalesce(r.memory_ids, []) AS mid WITH mid ORDER BY mid LIMIT $g_max_mentions "
         "RETURN collect(mid) AS prov } "
-        f"RETURN collect({_FACT_ROW}) AS g_rels, collect(prov) AS g_prov }}",
+        f"RETURN collect({{fact: {rel_proj('r', 'prov')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
+        "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
+        "collect(prov) AS g_prov }",
         # Per reached entity: its degree and, unless it is a hub, its first memories by id (the degree
         # test comes first, so a hub's mentions are never read), kept as nodes for their records.
         f"CALL (g_seen) {{ UNWIND g_seen AS e WITH e, {_DEGREE.format(v='e')} AS d "
         "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m ORDER BY m.id "
         "LIMIT $g_max_mentions RETURN collect(m) AS ms } "
-        f"RETURN collect({_entity_row('[m IN ms | m.id]')}) AS g_ents, collect(ms) AS g_ment }}",
+        f"RETURN collect({{e: {entity_proj('e')}, deg: d, mids: [m IN ms | m.id]}}) AS g_ents, "
+        "collect(ms) AS g_ment }",
         # The records of every memory in the result that passes the scope and the filter: those the
         # mentions reached as they are, the facts' and seeds' others looked up by id.
         "CALL (g_ment, g_prov, g_seed_pairs, g_skip) { CALL (g_ment, g_prov, g_seed_pairs, g_skip) { "
@@ -349,7 +323,7 @@ def neighbourhood_cypher(
         "UNWIND g_prov + [[p IN g_seed_pairs | p[0]]] AS ids UNWIND ids AS mid WITH DISTINCT mid "
         "WHERE NOT mid IN g_skip MATCH (m:Memory {id: mid}) RETURN m } "
         f"WITH m WHERE NOT m.id IN g_skip AND {records_where} RETURN collect({record_proj}) AS g_recs }}",
-        done,
+        f"WITH {keep}[p IN g_linked | [p[0], p[1].id]] AS g_linked, g_seed_pairs, g_ents, g_rels, g_recs",
     ]
     return " ".join(parts)
 

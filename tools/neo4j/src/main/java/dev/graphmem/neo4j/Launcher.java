@@ -39,8 +39,6 @@ import org.neo4j.kernel.api.impl.index.LuceneSettings;
  *   <li>{@code GRAPHMEM_NEO4J_VECTOR_BUFFER_MB}: heap buffer (MB) of a vector index build, default 512</li>
  * </ul>
  *
- * <p>Loads the plugin jars of {@code plugins/} beside the launcher jar (graphmem's procedures).
- *
  * <p>{@code LOAD CSV} from {@code file:///} URLs is off
  * ({@code dbms.security.allow_csv_import_from_file_urls=false}).
  *
@@ -119,11 +117,6 @@ public final class Launcher {
         config.put(LuceneSettings.vector_population_merge_factor, mergeFactor);
         double populationBuffer = Double.parseDouble(env("GRAPHMEM_NEO4J_VECTOR_BUFFER_MB", "512"));
         config.put(LuceneSettings.vector_population_ram_buffer_size, populationBuffer);
-
-        // graphmem's procedures (target/plugins, beside this jar), loaded as a server loads a plugin.
-        Path plugins = Path.of(Launcher.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-                .resolveSibling("plugins");
-        config.put(GraphDatabaseSettings.plugin_dir, plugins);
 
         log("starting Neo4j (home " + home + ", bolt " + HOST + ":" + port
                 + ", page cache " + pageCache + " bytes)");
