@@ -1,6 +1,7 @@
 """PROFILE the Cypher statement ``Memory.search`` runs on Neo4j, per mode, on the benchmark's store.
 
     python bench/profile_search.py [--modes vector,hybrid] [--queries 20] [--user USER_ID]
+    python bench/profile_search.py --stages [--queries 200] [--rounds 3] [--out FILE]
 
 Why: when a mode misses its latency target at a size, the plan says where the time goes: which
 operators do the work (db hits, rows), whether the indexes are used, and the page cache hits and
@@ -10,6 +11,14 @@ then runs ``PROFILE`` of it and prints operators summed over the queries, and th
 statement against its PROFILE-free rerun. Uses the tenant ``bench/search_latency.py`` loaded last
 (the largest ``-main`` tenant) unless ``--user`` is given. Run it when ``optimize`` is not running:
 opening a store creates missing indexes and waits for all of them to be online.
+
+``--stages``: where a hybrid search's time goes, stage by stage. The captured hybrid statement is run
+cut after each stage of its graph half (:data:`STAGES`: the candidates, linking the query's
+n-grams, the walk, the facts' provenance and the entities' mentions, the records of memories only
+the graph found), each cut returning the same hit lists plus the sizes of what it built, the cuts
+of one query run back to back and the queries in rounds; the deltas of their p50s are the stages'
+costs. The whole search is timed too, so the rest is the client's (decoding, graph scoring,
+fusion), against a ``no_graph`` search (hybrid with the graph's weight at 0).
 """
 
 from __future__ import annotations
@@ -43,6 +52,89 @@ def walk(plan: Any, out: dict[str, dict[str, float]], depth: int = 0) -> None:
         walk(child, out, depth + 1)
 
 
+STAGES: tuple[tuple[str, str | None, str], ...] = (
+    ("candidates", "WITH big, kk, vh, vraw, fh, fraw, ", ""),
+    ("+ linking", "CALL (g_seed_mids) {", ", size(g_linked) AS linked"),
+    ("+ walk", "CALL (g_facts, g_seen) {", ", size(g_seen) AS seen, size(g_facts) AS facts"),
+    ("+ provenance, mentions", "CALL (g_ment, g_prov, g_seed_pairs, g_skip) {",
+     ", size(g_rels) AS rels, size(g_ents) AS ents"),
+    ("+ graph-only records (whole statement)", None, ""),
+)
+"""Cumulative cuts of the hybrid statement: name, the text its cut starts at (``None``: the whole
+statement), and the sizes it returns beside the hit lists (so nothing computed goes unused)."""
+
+
+def stages(mem: Memory, user: str, texts: list[str], driver: Any, session_cls: Any, top_k: int,
+           rounds: int) -> dict[str, Any]:
+    """See the module docstring (``--stages``)."""
+    captured: list[tuple[str, dict[str, Any]]] = []
+    real_run = session_cls.run
+
+    def capture(session: Any, query: Any, parameters: Any = None, **kw: Any) -> Any:
+        captured.append((str(query), dict(parameters or {})))
+        return real_run(session, query, parameters, **kw)
+
+    mem.config.search = search_config("hybrid")
+    stmts = []
+    setattr(session_cls, "run", capture)  # noqa: B010
+    try:
+        for q in texts:
+            captured.clear()
+            mem.search(q, user_id=user, top_k=top_k)
+            stmts += [(q, c) for c in captured if "g_recs" in c[0]][:1]  # none: nothing to walk from
+    finally:
+        setattr(session_cls, "run", real_run)  # noqa: B010
+    cuts = []
+    for q, (query, params) in stmts:
+        variants = []
+        for _, marker, sizes in STAGES:
+            if marker is None:
+                variants.append(query)
+                continue
+            if marker not in query:
+                raise SystemExit(f"the hybrid statement has no {marker!r}: update STAGES to the Cypher of search")
+            variants.append(query[: query.index(marker)] + f" RETURN vh, fh{sizes}")
+        cuts.append((q, variants, params))
+    wall: dict[str, list[float]] = {name: [] for name, _, _ in STAGES}
+    server: dict[str, list[float]] = {name: [] for name, _, _ in STAGES}
+    searches: dict[str, list[float]] = {"hybrid": [], "no_graph": []}
+    configs = {mode: search_config(mode) for mode in searches}
+    for rnd in range(rounds + 1):  # the first round warms the plans up
+        for q, variants, params in cuts:
+            for (name, _, _), text in zip(STAGES, variants, strict=True):
+                with driver.session() as s:
+                    t0 = time.perf_counter()
+                    result = s.run(text, params)
+                    list(result)
+                    summary = result.consume()
+                    if rnd:
+                        wall[name].append((time.perf_counter() - t0) * 1000)
+                        server[name].append(float((summary.result_available_after or 0)
+                                                  + (summary.result_consumed_after or 0)))
+            for mode, lat in searches.items():  # beside the cuts, so a slower minute slows both
+                mem.config.search = configs[mode]
+                t0 = time.perf_counter()
+                mem.search(q, user_id=user, top_k=top_k)
+                if rnd:
+                    lat.append((time.perf_counter() - t0) * 1000)
+    out: dict[str, Any] = {"statements": len(cuts), "rounds": rounds, "loadavg": [round(x, 2) for x in os.getloadavg()],
+                           "stages": {}}
+    before = 0.0
+    print(f"\n== hybrid statement by stage, {len(cuts)} queries x {rounds} rounds (cumulative p50; delta)")
+    for name, _, _ in STAGES:
+        p50 = statistics.median(wall[name])
+        out["stages"][name] = {"wall_p50_ms": round(p50, 2), "delta_ms": round(p50 - before, 2),
+                               "server_mean_ms": round(statistics.fmean(server[name]), 2)}
+        print(f"  {p50:6.2f} ms  {p50 - before:+6.2f}  server mean {statistics.fmean(server[name]):5.2f}  {name}")
+        before = p50
+    for mode, lat in searches.items():
+        out[f"{mode}_search_p50_ms"] = round(statistics.median(lat), 2)
+    out["client_rest_ms"] = round(out["hybrid_search_p50_ms"] - before, 2)
+    print(f"  search p50: hybrid {out['hybrid_search_p50_ms']:.2f} ms, no_graph {out['no_graph_search_p50_ms']:.2f} "
+          f"ms; hybrid minus its statement (client: decoding, graph scoring, fusion) {out['client_rest_ms']:.2f} ms")
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--modes", default="vector,fulltext,graph,hybrid")
@@ -50,6 +142,8 @@ def main() -> int:
     p.add_argument("--user", default=None)
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--out", default=None, help="JSON of the summed plans")
+    p.add_argument("--stages", action="store_true", help="split the hybrid statement's time by stage instead")
+    p.add_argument("--rounds", type=int, default=3, help="--stages: timed rounds over the queries")
     args = p.parse_args()
     from neo4j import GraphDatabase
     from neo4j._sync.work.session import Session
@@ -72,8 +166,12 @@ def main() -> int:
         return real_run(session, query, parameters, **kw)
 
     report: dict[str, Any] = {"user": user, "queries": len(texts), "modes": {}}
-    with GraphDatabase.driver(cfg["uri"], auth=(cfg["user"], cfg["password"])) as driver:
-        for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+    auth = (cfg["user"], cfg["password"])
+    with GraphDatabase.driver(cfg["uri"], auth=auth, notifications_min_severity="OFF") as driver:
+        if args.stages:
+            report = {"user": user, "queries": len(texts), **stages(mem, user, texts, driver, Session, args.top_k,
+                                                                      args.rounds)}
+        for mode in [] if args.stages else [m.strip() for m in args.modes.split(",") if m.strip()]:
             mem.config.search = search_config(mode)
             ops: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             plain, profiled, stmts = [], [], []
