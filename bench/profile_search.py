@@ -30,6 +30,8 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,24 @@ from search_latency import DATA, TENANT_PREFIX, FrozenEmbedder, load_queries, ne
 
 from graphmem import Memory
 from graphmem.embedding import HashingEmbedder
+
+
+@contextmanager
+def statements(session_cls: Any) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """The statements (text, parameters) the driver's sessions run inside the block (a patch of
+    ``session_cls.run``)."""
+    captured: list[tuple[str, dict[str, Any]]] = []
+    real_run = session_cls.run
+
+    def capture(session: Any, query: Any, parameters: Any = None, **kw: Any) -> Any:
+        captured.append((str(query), dict(parameters or {})))
+        return real_run(session, query, parameters, **kw)
+
+    setattr(session_cls, "run", capture)  # noqa: B010
+    try:
+        yield captured
+    finally:
+        setattr(session_cls, "run", real_run)  # noqa: B010
 
 
 def walk(plan: Any, out: dict[str, dict[str, float]], depth: int = 0) -> None:
@@ -67,23 +87,12 @@ statement), and the sizes it returns beside the hit lists (so nothing computed g
 def stages(mem: Memory, user: str, texts: list[str], driver: Any, session_cls: Any, top_k: int,
            rounds: int) -> dict[str, Any]:
     """See the module docstring (``--stages``)."""
-    captured: list[tuple[str, dict[str, Any]]] = []
-    real_run = session_cls.run
-
-    def capture(session: Any, query: Any, parameters: Any = None, **kw: Any) -> Any:
-        captured.append((str(query), dict(parameters or {})))
-        return real_run(session, query, parameters, **kw)
-
     mem.config.search = search_config("hybrid")
     stmts = []
-    setattr(session_cls, "run", capture)  # noqa: B010
-    try:
-        for q in texts:
-            captured.clear()
+    for q in texts:
+        with statements(session_cls) as captured:
             mem.search(q, user_id=user, top_k=top_k)
-            stmts += [(q, c) for c in captured if "g_recs" in c[0]][:1]  # none: nothing to walk from
-    finally:
-        setattr(session_cls, "run", real_run)  # noqa: B010
+        stmts += [(q, c) for c in captured if "g_recs" in c[0]][:1]  # none: nothing to walk from
     cuts = []
     for q, (query, params) in stmts:
         variants = []
@@ -135,6 +144,43 @@ def stages(mem: Memory, user: str, texts: list[str], driver: Any, session_cls: A
     return out
 
 
+def plans(mem: Memory, user: str, texts: list[str], driver: Any, session_cls: Any, top_k: int,
+          modes: list[str]) -> dict[str, Any]:
+    """Per mode: each search's statements, timed plain and with ``PROFILE``, operators summed."""
+    report: dict[str, Any] = {}
+    for mode in modes:
+        mem.config.search = search_config(mode)
+        ops: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        plain, profiled, stmts = [], [], []
+        for q in texts:
+            mem.search(q, user_id=user, top_k=top_k)  # warm
+            with statements(session_cls) as captured:
+                mem.search(q, user_id=user, top_k=top_k)
+            stmts.append(len(captured))
+            for query, params in captured:
+                with driver.session() as s:
+                    t0 = time.perf_counter()
+                    s.run(query, params).consume()
+                    plain.append((time.perf_counter() - t0) * 1000)
+                    t0 = time.perf_counter()
+                    summary = s.run("PROFILE " + query, params).consume()
+                    profiled.append((time.perf_counter() - t0) * 1000)
+                walk(summary.profile, ops)
+        n = len(texts)
+        summary_ops = {k: {m: round(v / n, 1) for m, v in row.items()} for k, row in ops.items()}
+        report[mode] = {"statements_per_search": statistics.fmean(stmts),
+                        "statement_p50_ms": round(statistics.median(plain), 2),
+                        "profiled_p50_ms": round(statistics.median(profiled), 2),
+                        "operators_per_search": summary_ops}
+        print(f"\n== {mode}: {statistics.fmean(stmts):.2f} statements/search, statement p50 "
+              f"{statistics.median(plain):.2f} ms (PROFILE {statistics.median(profiled):.2f} ms); per search:")
+        print(f"  {'dbHits':>9} {'rows':>8} {'pc hits':>9} {'pc miss':>8}  operator")
+        for k, row in summary_ops.items():
+            print(f"  {row['dbHits']:>9.0f} {row['rows']:>8.0f} {row['pageCacheHits']:>9.0f} "
+                  f"{row['pageCacheMisses']:>8.0f}  {k}")
+    return report
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--modes", default="vector,fulltext,graph,hybrid")
@@ -158,53 +204,14 @@ def main() -> int:
         rows = mem.store.cypher("MATCH (m:Memory) WHERE m.user_id STARTS WITH $p AND m.user_id ENDS WITH '-main' "
                                 "RETURN m.user_id AS u LIMIT 1", {"p": TENANT_PREFIX})
         user = rows[0]["u"]
-    captured: list[tuple[str, dict[str, Any]]] = []
-    real_run = Session.run
-
-    def capture(session: Any, query: Any, parameters: Any = None, **kw: Any) -> Any:
-        captured.append((str(query), dict(parameters or {})))
-        return real_run(session, query, parameters, **kw)
-
-    report: dict[str, Any] = {"user": user, "queries": len(texts), "modes": {}}
     auth = (cfg["user"], cfg["password"])
     with GraphDatabase.driver(cfg["uri"], auth=auth, notifications_min_severity="OFF") as driver:
         if args.stages:
-            report = {"user": user, "queries": len(texts), **stages(mem, user, texts, driver, Session, args.top_k,
-                                                                      args.rounds)}
-        for mode in [] if args.stages else [m.strip() for m in args.modes.split(",") if m.strip()]:
-            mem.config.search = search_config(mode)
-            ops: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-            plain, profiled, stmts = [], [], []
-            for q in texts:
-                mem.search(q, user_id=user, top_k=args.top_k)  # warm
-                captured.clear()
-                setattr(Session, "run", capture)  # noqa: B010
-                try:
-                    mem.search(q, user_id=user, top_k=args.top_k)
-                finally:
-                    setattr(Session, "run", real_run)  # noqa: B010
-                stmts.append(len(captured))
-                for query, params in captured:
-                    with driver.session() as s:
-                        t0 = time.perf_counter()
-                        s.run(query, params).consume()
-                        plain.append((time.perf_counter() - t0) * 1000)
-                        t0 = time.perf_counter()
-                        summary = s.run("PROFILE " + query, params).consume()
-                        profiled.append((time.perf_counter() - t0) * 1000)
-                    walk(summary.profile, ops)
-            n = len(texts)
-            summary_ops = {k: {m: round(v / n, 1) for m, v in row.items()} for k, row in ops.items()}
-            report["modes"][mode] = {"statements_per_search": statistics.fmean(stmts),
-                                     "statement_p50_ms": round(statistics.median(plain), 2),
-                                     "profiled_p50_ms": round(statistics.median(profiled), 2),
-                                     "operators_per_search": summary_ops}
-            print(f"\n== {mode}: {statistics.fmean(stmts):.2f} statements/search, statement p50 "
-                  f"{statistics.median(plain):.2f} ms (PROFILE {statistics.median(profiled):.2f} ms); per search:")
-            print(f"  {'dbHits':>9} {'rows':>8} {'pc hits':>9} {'pc miss':>8}  operator")
-            for k, row in summary_ops.items():
-                print(f"  {row['dbHits']:>9.0f} {row['rows']:>8.0f} {row['pageCacheHits']:>9.0f} "
-                      f"{row['pageCacheMisses']:>8.0f}  {k}")
+            found = stages(mem, user, texts, driver, Session, args.top_k, args.rounds)
+        else:
+            modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+            found = {"modes": plans(mem, user, texts, driver, Session, args.top_k, modes)}
+    report = {"user": user, "queries": len(texts), **found}
     mem.close()
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
