@@ -1,4 +1,5 @@
-"""Shared fixtures: both storage backends behind one parametrized ``backend`` fixture.
+"""Shared fixtures: both storage backends behind one parametrized ``backend`` fixture, the
+default ontology, and the stand-in LLM server.
 
 Neo4j comes from ``NEO4J_URI`` (``make test`` starts the bundled launcher and exports it). When no
 server answers, Neo4j tests skip on a laptop but fail under ``CI=true``: CI must never go green
@@ -18,6 +19,8 @@ import pytest
 
 from graphmem import Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
+from graphmem.ontology import Ontology
+from graphmem.testing import StandinServer
 
 NEO4J_URI = os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687")
 NEO4J_USER = os.environ.get("NEO4J_USER", "neo4j")
@@ -88,3 +91,16 @@ def mem(backend: str, tmp_path: Path) -> Iterator[Memory]:
 def uid() -> str:
     """A user id no other test uses, so tests on the shared Neo4j never see each other's data."""
     return f"u-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def ontology() -> Ontology:
+    """The default ontology, loaded once per test module."""
+    return Ontology.load()
+
+
+@pytest.fixture
+def server() -> Iterator[StandinServer]:
+    """A stand-in OpenAI-compatible server over real HTTP, its script empty."""
+    with StandinServer() as s:
+        yield s

@@ -8,8 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
@@ -18,11 +16,6 @@ from extraction_score import relations_of, score  # noqa: E402
 from graphmem.ontology import Ontology  # noqa: E402
 
 GOLD = BENCH / "data" / "extraction-gold.jsonl"
-
-
-@pytest.fixture(scope="module")
-def ontology() -> Ontology:
-    return Ontology.load()
 
 
 def _entity(i: str, name: str, aliases: list[str] | None = None) -> dict[str, object]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,17 +28,6 @@ from graphmem.testing import Reply, StandinServer
 from graphmem.testing.standin import last_user_message
 
 CHUNK = "Maya: I moved from Beijing to Shanghai last week.\nMaya: I work for Acme Corp now."
-
-
-@pytest.fixture(scope="module")
-def ontology() -> Ontology:
-    return Ontology.load()
-
-
-@pytest.fixture
-def server() -> Iterator[StandinServer]:
-    with StandinServer() as s:
-        yield s
 
 
 @pytest.fixture

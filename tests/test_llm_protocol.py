@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,16 +32,11 @@ from tests.conftest import make_config
 FACTS = "Maya: FACT Maya:Person livesIn Lisbon:City\nMaya: FACT Maya:Person worksFor Northwind:Company"
 
 
-@pytest.fixture(scope="module")
-def ontology() -> Ontology:
-    return Ontology.load()
-
-
 @pytest.fixture
-def server() -> Iterator[StandinServer]:
-    with StandinServer() as s:
-        s.chat_responder = fact_responder
-        yield s
+def server(server: StandinServer) -> StandinServer:
+    """The shared stand-in, answering the FACT lines of each chunk."""
+    server.chat_responder = fact_responder
+    return server
 
 
 def context(ontology: Ontology) -> ExtractionContext:

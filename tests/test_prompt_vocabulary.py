@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,11 +31,6 @@ LONG_CHUNK = "\n".join([
     "Maya: I'm a member of the chess club, friends with Zoe, a colleague of Sam, and I know Dr Hale.",
     "assistant: Thanks Maya, I'll remember all of that.",
 ])
-
-
-@pytest.fixture(scope="module")
-def ontology() -> Ontology:
-    return Ontology.load()
 
 
 def context(ontology: Ontology) -> ExtractionContext:
@@ -163,12 +157,6 @@ ex:peerOf a owl:ObjectProperty, owl:SymmetricProperty ; rdfs:label "peer of" ; s
                                 "Ken: I'm a patient of Dr Hale.")
     assert "- underCareOf: Patient -> Doctor: The patient is treated by the doctor. (text: patient of)" in text
     assert "prescribes" not in text and "peerOf" not in text
-
-
-@pytest.fixture
-def server() -> Iterator[StandinServer]:
-    with StandinServer() as s:
-        yield s
 
 
 def test_requests_share_the_prefix_and_carry_their_own_vocabulary(server: StandinServer, ontology: Ontology) -> None:

@@ -23,11 +23,6 @@ CONVERSATION = (
 
 
 @pytest.fixture(scope="module")
-def ontology() -> Ontology:
-    return Ontology.load()
-
-
-@pytest.fixture(scope="module")
 def extractor(ontology: Ontology) -> RuleExtractor:
     return RuleExtractor(ontology)
 
