@@ -1,6 +1,7 @@
 """The LLM protocol against servers people run locally, imitated by the stand-in over real HTTP:
 llama-cpp-python's refusal of ``json_schema`` as an HTTP 500, context windows configured or learnt
-(from a server's error, or from an answer llama-cpp-python cut at its window), transient failures
+(from a server's error, from an answer llama-cpp-python cut at its window, or from prompts Ollama
+cut to its window without a word), transient failures
 re-sent after the server's ``retry-after`` and timeouts never, and the token usage an ``add`` reports."""
 
 from __future__ import annotations
@@ -159,6 +160,59 @@ def test_window_learnt_from_an_answer_llama_cpp_cut_without_a_word(
     assert server.usage_sent[0]["completion_tokens"] < first["max_tokens"]
     assert ex.server.context == 2400 and ex.stats.splits == 1 and len(later) == 2
     assert all(StandinServer.prompt_tokens(b) + b["max_tokens"] <= 2400 for b in later)
+
+
+def test_prompts_a_server_cut_without_a_word_teach_its_window(
+        server: StandinServer, ontology: Ontology, caplog: pytest.LogCaptureFixture) -> None:
+    """Ollama cuts a prompt beyond its ``num_ctx`` from the start (the instructions) and answers
+    anyway, reporting the window as the prompt's size. One such answer cannot be told from a
+    tokenizer that counts less than graphmem; two prompts of different sizes reported at the same
+    size, the most reported, are a cap: the window is learnt, that answer dropped, the chunk sent
+    again in pieces that fit."""
+    server.imitate = "ollama"
+    server.context_window = 2400
+
+    def reads_the_instructions_it_got(body: dict[str, Any]) -> str:
+        sent = server.chat_requests[-1]  # as the client sent it (the server's cut comes after)
+        if body["messages"][0]["content"] != sent["messages"][0]["content"]:  # no instructions left
+            wrong = "M: FACT Maya:Person livesIn Atlantis:City"
+            return fact_responder({"messages": [{"role": "user", "content": wrong}]})
+        return fact_responder(body)
+
+    server.chat_responder = reads_the_instructions_it_got
+    filler = "Maya mentioned the conference schedule yesterday. "
+    first = "Maya: FACT Maya:Person worksFor Northwind:Company\nMaya: " + filler * 150
+    second = "Maya: FACT Maya:Person livesIn Lisbon:City\nMaya: " + filler * 180
+    ex = make(server, structured_output="json_object")
+    with caplog.at_level(logging.WARNING, logger="graphmem"):
+        assert [t.target for t in ex.extract(FACTS, context(ontology)).triples] == ["Lisbon", "Northwind"]
+        assert [t.target for t in ex.extract(first, context(ontology)).triples] == ["Atlantis"]  # cut, not yet known
+        assert ex.server.context is None
+        assert [t.target for t in ex.extract(second, context(ontology)).triples] == ["Lisbon"]
+    assert ex.server.context == 2400 and ex.stats.splits >= 1
+    sizes = [u["prompt_tokens"] for u in server.usage_sent]
+    assert sizes[1] == sizes[2] == 2400  # both long prompts reported at the window
+    assert all(StandinServer.prompt_tokens(b) <= 2400 for b in server.chat_requests[3:])  # the pieces fit
+    said = [r.getMessage() for r in caplog.records if "without an error" in r.getMessage()]
+    assert len(said) == 1 and "context window is 2400 tokens" in said[0] and "num_ctx" in said[0]
+
+
+def test_prompts_the_server_counts_below_ours_are_not_taken_for_cut(
+        server: StandinServer, ontology: Ontology, caplog: pytest.LogCaptureFixture) -> None:
+    """This stand-in counts some text at three quarters of graphmem's estimate, as real tokenizers
+    may: prompts of every size below our count are no cut while their sizes differ."""
+    filler = "Maya mentioned the conference schedule yesterday. "
+    long = "Maya: FACT Maya:Person livesIn Lisbon:City\nMaya: " + filler * 150
+    ex = make(server, structured_output="json_object")
+    with caplog.at_level(logging.WARNING, logger="graphmem"):
+        for text in (FACTS, long, FACTS, long, long + long):
+            assert ex.extract(text, context(ontology)).triples
+    bodies, sent = server.chat_requests, server.usage_sent
+    assert len(bodies) == len(sent) == 5  # no request dropped or sent again
+    below = [u["prompt_tokens"] < ex.server.prompt_tokens(b["messages"]) for b, u in zip(bodies, sent, strict=True)]
+    assert below[1] and below[3] and below[4]  # the long prompts: the server counts less than graphmem
+    assert ex.server.context is None
+    assert not [r for r in caplog.records if "without an error" in r.getMessage()]
 
 
 def test_configured_context_sizes_the_first_request(server: StandinServer, ontology: Ontology) -> None:

@@ -11,8 +11,11 @@ it (OpenAI, vLLM). ``imitate = "llama-cpp-python"`` behaves as llama-cpp-python 
 ``json_schema`` request is refused with an HTTP 500, only a prompt that fills the window is refused,
 and an output limit beyond what the prompt leaves is cut to it without a word (the answer then stops
 with ``finish_reason: length`` before the limit sent); ``imitate = "llama.cpp"`` words a prompt beyond
-the window the way llama.cpp's own server (``llama-server``) does. Every request body is recorded in ``requests``,
-and the ``usage`` of every answer in ``usage_sent``.
+the window the way llama.cpp's own server (``llama-server``) does; ``imitate = "ollama"`` refuses
+nothing and cuts a prompt beyond the window to it without a word, as Ollama's runner does ("truncating
+input prompt ... keep=4" in its log): the first four tokens stay, the tokens after them go until the
+rest fits, the responder sees the cut request, and ``usage`` counts what was kept. Every request
+body is recorded in ``requests``, and the ``usage`` of every answer in ``usage_sent``.
 """
 
 from __future__ import annotations
@@ -63,6 +66,27 @@ ChatResponder = Callable[[dict[str, Any]], "str | Reply"]
 """Answers a chat request (the decoded JSON body) with the content, or with a whole :class:`Reply`."""
 
 
+_OLLAMA_KEEP = 4
+"""Tokens Ollama's runner keeps from the start of a prompt it cuts (its log says ``keep=4``)."""
+
+
+def _cut_to(body: dict[str, Any], window: int) -> dict[str, Any]:
+    """The request as Ollama's model sees it: a prompt over ``window`` tokens (as
+    :meth:`StandinServer.prompt_tokens` counts them) loses the characters after its first
+    :data:`_OLLAMA_KEEP` tokens, from the first message on, until it fits."""
+    excess = StandinServer.prompt_tokens(body) - window
+    messages = [dict(m) for m in body.get("messages", [])]
+    for i, message in enumerate(messages):
+        if excess <= 0:
+            break
+        text = str(message.get("content") or "")
+        start = 4 * _OLLAMA_KEEP if i == 0 else 0
+        drop = min(4 * excess, max(0, len(text) - start) // 4 * 4)  # whole tokens: the count falls by drop / 4
+        message["content"] = text[:start] + text[start + drop:]
+        excess -= drop // 4
+    return {**body, "messages": messages}
+
+
 def last_user_message(body: dict[str, Any]) -> str:
     """The text of the last ``user`` message of a chat request (what responders usually key on)."""
     for message in reversed(body.get("messages", [])):
@@ -89,7 +113,7 @@ class StandinServer:
         self.chat_responder: ChatResponder = lambda _request: "{}"
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.unsupported_formats: set[str] = set()
-        self.imitate: Literal["openai", "llama-cpp-python", "llama.cpp"] = "openai"
+        self.imitate: Literal["openai", "llama-cpp-python", "llama.cpp", "ollama"] = "openai"
         self.context_window: int | None = None
         """Prompt tokens (as :meth:`prompt_tokens` counts them) plus the output limit allowed per request."""
         self.usage_sent: list[dict[str, int]] = []
@@ -160,7 +184,8 @@ class StandinServer:
         if window is not None and native and prompt >= window:
             return 400, json.dumps({"error": {"code": 400, "type": "exceed_context_size_error", "message": (
                 f"request ({prompt} tokens) exceeds the available context size ({window} tokens), try increasing it")}})
-        if window is not None and not native and (prompt >= window if llama else asked > window):
+        if window is not None and not native and self.imitate != "ollama" and (
+                prompt >= window if llama else asked > window):
             message = (f"This model's maximum context length is {window} tokens. However, you requested {asked} "
                        f"tokens ({prompt} in the messages, {limit} in the completion). Please reduce the length "
                        "of the messages or completion.")
@@ -171,6 +196,8 @@ class StandinServer:
         refused = self._refusal(body)
         if refused is not None:
             return refused[0], refused[1], {}
+        if self.imitate == "ollama" and self.context_window is not None:
+            body = _cut_to(body, self.context_window)
         reply = self._next(self.chat_script)
         if reply is None:
             answer = self.chat_responder(body)

@@ -345,11 +345,13 @@ class LLMExtractor(Extractor):
                 raise LLMError(f"{self.where} answered with something that is not a chat completion "
                                f"(no choices); check llm.base_url: {str(response)[:200]}") from exc
             usage = getattr(response, "usage", None)
-            server.learn_from_answer(usage, answer.finish_reason, limit, counted)
+            cut = server.learn_from_answer(usage, answer.finish_reason, limit, counted)
             if context.usage is not None:
                 context.usage.add(prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                                   completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0))
-            return answer
+            # the answer to a prompt the server cut lacks its start (the instructions): not used, and
+            # the chunk goes again in pieces that fit the window now known, as after a refusal for size
+            return _Answer(None, "context") if cut else answer
 
     def _charge(self, context: ExtractionContext, budget: _Budget | None,
                 tail: list[ChatCompletionMessageParam]) -> None:

@@ -46,6 +46,8 @@ the context of a slot, not the model's training context ``n_ctx_train``)."""
 MIN_ANSWER_TOKENS: Final = 256
 """Room an answer needs at least: a prompt leaving less than this is reported, not sent."""
 MAX_RETRY_WAIT_S: Final = 60.0
+_SHORT_KEPT: Final = 16
+"""Reported prompt sizes below our count kept to compare new ones with (see ``ServerProfile._cut``)."""
 
 
 def error_text(exc: openai.OpenAIError) -> str:
@@ -116,6 +118,10 @@ class ServerProfile:
         """``/v1/models`` not yet asked for the window (asked once, before the first request)."""
         self._scale = 1.0
         """Server-reported prompt tokens per counted token (learnt from ``usage``; counts only grow)."""
+        self._short: dict[int, int] = {}
+        """Prompt tokens the server reported below our count -> our count then (the latest few)."""
+        self._most_reported = 0
+        """The most prompt tokens the server has reported for one request."""
         self._counter: TokenCounter | None = None
         self._adapted: set[str] = set()
         self._lock = threading.Lock()
@@ -189,19 +195,48 @@ class ServerProfile:
                 return self._learn_window(int(found.group(1)), "the server's error")
         return False
 
-    def learn_from_answer(self, usage: Any, finish_reason: str | None, sent_limit: int, counted: int) -> None:
-        """Two things an answer shows. Its ``usage.prompt_tokens`` against our count: the server's
-        tokenizer. And a server that cuts ``max_tokens`` to its window without saying so
-        (llama-cpp-python) stops at ``finish_reason == "length"`` before the limit sent: the prompt
-        plus the answer is then its window. (Only from an answer of some length: a few tokens cut off
-        say more about a server's own output cap than about its window.)"""
+    def learn_from_answer(self, usage: Any, finish_reason: str | None, sent_limit: int, counted: int) -> bool:
+        """What an answer shows; ``True`` when it shows the server cut the prompt (see :meth:`_cut`):
+        the answer then lacks the prompt's start and is not to be used. Its ``usage.prompt_tokens``
+        against our count: the server's tokenizer. And a server that cuts ``max_tokens`` to its
+        window without saying so (llama-cpp-python) stops at ``finish_reason == "length"`` before the
+        limit sent: the prompt plus the answer is then its window. (Only from an answer of some
+        length: a few tokens cut off say more about a server's own output cap than about its window.)"""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        cut = 0 < prompt_tokens < counted and self._cut(prompt_tokens, counted)
+        with self._lock:
+            self._most_reported = max(self._most_reported, prompt_tokens)
+        if cut:
+            return True
         if prompt_tokens > counted > 0:
             with self._lock:
                 self._scale = min(4.0, self._scale * prompt_tokens / counted)
         if finish_reason == "length" and prompt_tokens and MIN_ANSWER_TOKENS <= completion_tokens < sent_limit:
             self._learn_window(prompt_tokens + completion_tokens, "an answer the server cut at its window")
+        return False
+
+    def _cut(self, prompt_tokens: int, counted: int) -> bool:
+        """Whether the server cut this prompt to its window without an error, as Ollama does beyond
+        its ``num_ctx`` (dropping tokens from the start, where the instructions are, and reporting
+        the window as the prompt's size); the window is then learnt.
+
+        A server's count below ours alone proves nothing (graphmem's estimate over-counts some text
+        by a third). A cut shows as a cap instead: two prompts whose counts differ by more than a
+        tenth, reported at exactly the same size, the most this server has reported."""
+        with self._lock:
+            earlier = self._short.get(prompt_tokens)
+            capped = (earlier is not None and abs(earlier - counted) > 0.1 * max(earlier, counted)
+                      and prompt_tokens >= self._most_reported)
+            self._short[prompt_tokens] = counted
+            if len(self._short) > _SHORT_KEPT:
+                del self._short[next(iter(self._short))]
+        if not capped:
+            return False
+        return self._learn_window(prompt_tokens, (
+            f"prompts of ~{earlier:,} and ~{counted:,} tokens that the server reported at {prompt_tokens:,} "
+            "both: it cuts a longer prompt to its window without an error, dropping the instructions at its "
+            "start (Ollama beyond num_ctx; set llm.context_tokens to it, or raise num_ctx)"))
 
     def _learn_window(self, size: int, source: str) -> bool:
         with self._lock:
