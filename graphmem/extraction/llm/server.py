@@ -221,8 +221,8 @@ class ServerProfile:
         its ``num_ctx`` (dropping tokens from the start, where the instructions are, and reporting
         the window as the prompt's size); the window is then learnt.
 
-        A server's count below ours alone proves nothing (graphmem's estimate over-counts some text
-        by a third). A cut shows as a cap instead: two prompts whose counts differ by more than a
+        A server's count below ours alone proves nothing: graphmem's estimate over-counts most text
+        against a model's own tokenizer, and some scripts by far more. A cut shows as a cap instead: two prompts whose counts differ by more than a
         tenth, reported at exactly the same size, the most this server has reported."""
         with self._lock:
             earlier = self._short.get(prompt_tokens)
