@@ -222,8 +222,9 @@ class ServerProfile:
         the window as the prompt's size); the window is then learnt.
 
         A server's count below ours alone proves nothing: graphmem's estimate over-counts most text
-        against a model's own tokenizer, and some scripts by far more. A cut shows as a cap instead: two prompts whose counts differ by more than a
-        tenth, reported at exactly the same size, the most this server has reported."""
+        against a model's own tokenizer, and some scripts by far more. A cut shows as a cap instead:
+        two prompts whose counts differ by more than a tenth, reported at exactly the same size, the
+        most this server has reported."""
         with self._lock:
             earlier = self._short.get(prompt_tokens)
             capped = (earlier is not None and abs(earlier - counted) > 0.1 * max(earlier, counted)
