@@ -204,10 +204,7 @@ class ServerProfile:
         length: a few tokens cut off say more about a server's own output cap than about its window.)"""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        cut = 0 < prompt_tokens < counted and self._cut(prompt_tokens, counted)
-        with self._lock:
-            self._most_reported = max(self._most_reported, prompt_tokens)
-        if cut:
+        if prompt_tokens and self._cut(prompt_tokens, counted):
             return True
         if prompt_tokens > counted > 0:
             with self._lock:
@@ -226,13 +223,15 @@ class ServerProfile:
         two prompts whose counts differ by more than a tenth, reported at exactly the same size, the
         most this server has reported."""
         with self._lock:
-            earlier = self._short.get(prompt_tokens)
+            earlier = self._short.get(prompt_tokens) if prompt_tokens < counted else None
             capped = (earlier is not None and abs(earlier - counted) > 0.1 * max(earlier, counted)
                       and prompt_tokens >= self._most_reported)
-            self._short[prompt_tokens] = counted
-            if len(self._short) > _SHORT_KEPT:
-                del self._short[next(iter(self._short))]
-        if not capped:
+            self._most_reported = max(self._most_reported, prompt_tokens)
+            if prompt_tokens < counted:
+                self._short[prompt_tokens] = counted
+                if len(self._short) > _SHORT_KEPT:
+                    del self._short[next(iter(self._short))]
+        if not capped or earlier is None:
             return False
         return self._learn_window(prompt_tokens, (
             f"prompts of ~{earlier:,} and ~{counted:,} tokens that the server reported at {prompt_tokens:,} "
