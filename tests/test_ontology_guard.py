@@ -293,6 +293,51 @@ def test_default_property_pair_concerns_the_new_triple(default_guard: Guard) -> 
     assert ok.ok
 
 
+# What people commonly state (issue 36): each property accepts its range and refuses a wrong one.
+STATED_TYPES = {**DEFAULT_TYPES, "diabetes": "HealthCondition", "metformin": "Medication", "vegan": "Diet",
+                "marathon": "Goal", "biscuit": "Pet", "biology": "Topic", "duolingo": "Software",
+                "lyon": "City", "pycon": "Conference", "ball": "Product"}
+STATED = [  # (subject, relation, good object, wrong object)
+    ("alice", "hasCondition", "diabetes", "metformin"),
+    ("alice", "takesMedication", "metformin", "diabetes"),
+    ("alice", "followsDiet", "vegan", "biology"),
+    ("alice", "hasGoal", "marathon", "kyoto"),
+    ("alice", "hasPet", "biscuit", "carol"),
+    ("alice", "fieldOfStudy", "biology", "acme"),
+    ("alice", "uses", "duolingo", "carol"),
+    ("acme", "uses", "duolingo", "kyoto"),
+    ("alice", "movingTo", "lyon", "acme"),
+    ("alice", "visited", "lyon", "pycon"),
+    ("alice", "plansToVisit", "kyoto", "pycon"),
+    ("alice", "spokeAt", "pycon", "kyoto"),
+    ("acme", "organized", "pycon", "kyoto"),
+    ("biscuit", "likes", "ball", None),
+]
+
+
+@pytest.mark.parametrize(("subject", "relation", "good", "wrong"), STATED)
+def test_default_stated_relations(default_guard: Guard, subject: str, relation: str, good: str,
+                                  wrong: str | None) -> None:
+    assert default_guard.check([Triple(subject, relation, good)], STATED_TYPES).ok
+    if wrong is not None:
+        report = default_guard.check([Triple(subject, relation, wrong)], STATED_TYPES)
+        assert SH + "ClassConstraintComponent" in constraints(report, 0)
+
+
+@pytest.mark.parametrize(("subject", "relation", "value", "ok"), [
+    ("biscuit", "species", "beagle", True),
+    ("alice", "species", "human", False),  # a person has no species in this ontology: domain Pet
+    ("alice", "degree", "MSc in physics", True),
+    ("biscuit", "degree", "PhD", False),
+    ("alice", "hasPet", "biscuit", True),
+    ("kyoto", "hasCondition", "diabetes", False),  # domain Person
+])
+def test_default_stated_values_and_domains(default_guard: Guard, subject: str, relation: str, value: str,
+                                           ok: bool) -> None:
+    obj: str | TypedLiteral = value if value in STATED_TYPES else TypedLiteral(value, "xsd:string")
+    assert default_guard.check([Triple(subject, relation, obj)], STATED_TYPES).ok is ok
+
+
 # ---------------------------------------------------------------- optimized == full validation
 
 

@@ -39,7 +39,7 @@ def test_role_nouns_class_words_and_heads(lex: OntologyLexicon) -> None:
     assert lex.class_words[("city",)] == "City"
     assert lex.head_words["county"] == "Region"
     assert lex.prefix_words["lake"] == "Place"
-    assert lex.has_relations["Pet"].name == "owns"
+    assert lex.has_relations["Pet"].name == "hasPet"  # the most specific relation whose range is Pet
     assert lex.person_class == "Person" and lex.legal_class == "Company"
 
 

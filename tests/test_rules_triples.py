@@ -69,7 +69,7 @@ def test_role_nouns() -> None:
     assert found("Maya: Maya's manager Tomás called.", ("Maya",)) == {("Tomás", "manages", "Maya")}
     state = ready("Maya: My dog Rex sleeps a lot.", ("Maya",))
     got = roles.role_triples(resources(), SentenceView.of(state, state.sentences[0]), set())
-    assert [(t.source, t.relation, t.target) for t in got] == [("Maya", "owns", "Rex")]
+    assert [(t.source, t.relation, t.target) for t in got] == [("Maya", "hasPet", "Rex")]
     assert state.entities["rex"].type == "Pet"
 
 

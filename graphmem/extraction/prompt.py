@@ -69,7 +69,7 @@ Marks: functional = one current value, a newer one replaces it; symmetric = hold
 once; transitive = chains; inverse of X = the same fact from the other side, use either."""
 CORE_HEADING: Final = "VOCABULARY (class < parent: definition; relation: subject -> object [marks]: definition)"
 CHUNK_HEADING: Final = "MORE VOCABULARY FOR THIS TEXT (\"text:\" = the words that name it here)"
-MAX_CHUNK_VOCABULARY_TOKENS: Final = 850
+MAX_CHUNK_VOCABULARY_TOKENS: Final = 1000
 """The per-chunk vocabulary (by the conservative offline token estimate) above which it is shortened:
 definitions of classes, then of relations, then the "text:" notes are left out. A long, varied chunk
 still gets a prompt of bounded size and every term it can use."""
