@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from extraction_score import relations_of, score
+from extraction_score import relations_of, scope_user, score
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "bench" / "data" / "extraction-gold.jsonl"
@@ -116,7 +116,7 @@ def collect(args: argparse.Namespace, gold: list[dict[str, Any]]) -> dict[str, A
         counter = _counter(m) if standin else None
         try:
             for conv in gold:
-                scope = {"user_id": f"gold-{conv['id']}"}
+                scope = {"user_id": scope_user(conv["id"])}
                 seen = len(standin.chat_requests) if standin else 0
                 run: dict[str, Any] = {"error": None, "usage": None}
                 try:

@@ -135,6 +135,15 @@ def stored_facts(run: Mapping[str, Any], rels: Relations) -> list[Fact]:
     return out
 
 
+USER = "@user"
+"""A gold endpoint for the scope's user when the conversation never names the speaker."""
+
+
+def scope_user(conversation_id: str) -> str:
+    """The ``user_id`` the benchmark adds a conversation under: what ``@user`` stands for."""
+    return f"gold-{conversation_id}"
+
+
 def _gold_keys(name: str, aliases: Mapping[str, Sequence[str]]) -> frozenset[str]:
     return frozenset({norm_name(name), norm_value(name), *(norm_name(a) for a in aliases.get(name, ()))})
 
@@ -170,7 +179,9 @@ def score_triples(gold: Mapping[str, Any], run: Mapping[str, Any], rels: Relatio
     facts = stored_facts(run, rels)
     used = [False] * len(facts)
     missed: list[str] = []
+    user = scope_user(gold["id"])
     for s, r, t in gold["triples"]:
+        s, t = (user if s == USER else s), (user if t == USER else t)
         canon, swap = rels.canonical(r)
         src, tgt = _gold_keys(s, aliases), _gold_keys(t, aliases)
         key = (canon, tgt, src) if swap else (canon, src, tgt)

@@ -8,10 +8,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from extraction_score import relations_of, score  # noqa: E402
+from extraction_score import relations_of, scope_user, score  # noqa: E402
 
 from graphmem.ontology import Ontology  # noqa: E402
 
@@ -55,15 +57,35 @@ def test_smalltalk_counts_anything_stored_as_false_positive(ontology: Ontology) 
     assert result["memories"]["precision"] == 0.0
 
 
-def test_gold_set_is_valid(ontology: Ontology) -> None:
-    convs = [json.loads(line) for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert len(convs) >= 30
+CLINIC = BENCH.parent / "examples" / "ontologies" / "clinic"
+
+
+@pytest.mark.parametrize(("name", "at_least"), [("extraction-gold.jsonl", 30), ("extraction-holdout.jsonl", 25),
+                                                ("extraction-holdout-2.jsonl", 40), ("extraction-clinic.jsonl", 20)])
+def test_gold_sets_are_valid(ontology: Ontology, name: str, at_least: int) -> None:
+    """Every gold set parses, and every triple and validity row uses a relation of its ontology whose
+    domain and range admit the endpoint types the conversation gives."""
+    if name == "extraction-clinic.jsonl":
+        ontology = Ontology.load(CLINIC / "clinic.ttl", CLINIC / "clinic.shapes.ttl")
+    convs = [json.loads(line) for line in (BENCH / "data" / name).read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    assert len(convs) >= at_least
     assert len({c["id"] for c in convs}) == len(convs)
     for c in convs:
         assert {"id", "tags", "reference_time", "messages", "memories", "triples", "types"} <= c.keys(), c["id"]
-        for s, r, t in c["triples"]:
+        rows = [(s, r, t) for s, r, t in c["triples"]] + [(s, r, t) for s, r, t, _f, _u in c.get("validity", [])]
+        for s, r, t in rows:
             info = ontology.relation_info(r)
             assert info is not None and info.name == r, (c["id"], r)
             assert all(ontology.is_subclass(c["types"][s], d) for d in info.domain), (c["id"], s, r)
             if info.kind == "object":
                 assert all(ontology.is_subclass(c["types"][t], d) for d in info.range), (c["id"], r, t)
+
+
+def test_user_endpoint_is_the_scope_user(ontology: Ontology) -> None:
+    """``@user`` in gold stands for the scope the benchmark adds the conversation under."""
+    gold = [{"id": "u1", "tags": [], "memories": [], "triples": [["@user", "livesIn", "Oslo"]], "aliases": {}}]
+    run = {"entities": [_entity("u", scope_user("u1"), ["Kari"]), _entity("o", "Oslo")],
+           "facts": [{"relation_name": "gm:livesIn", "source": {"id": "u"}, "target": {"id": "o"}}],
+           "memories": []}
+    assert score(gold, {"u1": run}, relations_of(ontology))["triples"]["tp"] == 1

@@ -76,6 +76,9 @@ class ExtractionContext:
     reference_time: datetime
     """Relative dates ("last week") are resolved against this: the message time or ``reference_date``."""
     speakers: list[str] = field(default_factory=list)
+    user: str | None = None
+    """The scope's user (its ``user_id``): whom "I" of a turn in the ``user`` role without a name stands
+    for. A name the turn gives ("I'm Kari") becomes that entity's other name, never a second person."""
     memories: list[KnownMemory] = field(default_factory=list)
     entities: list[KnownEntity] = field(default_factory=list)
     chunk_index: int = 0

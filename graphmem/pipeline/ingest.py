@@ -362,7 +362,7 @@ class Ingestor:
             else [None] * len(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
-                ontology=ontology, reference_time=reference, speakers=speakers,
+                ontology=ontology, reference_time=reference, speakers=speakers, user=req.scope.user_id,
                 memories=(yield from self._known_memories(req.scope, chunk, vec)) if vec is not None else [],
                 entities=(yield from self._known_entities(req.scope, chunk)),
                 chunk_index=c, chunk_count=len(out.chunks), usage=out.usage,

@@ -22,8 +22,10 @@ from .words import DIRECTION_WORDS, LEGAL_SUFFIXES, NAME_CONNECTORS, PERSON_TITL
 
 ROLE_SPEAKERS: Final = frozenset({"user", "human", "assistant", "system", "bot", "ai", "tool", "model", "agent"})
 """Speaker labels that are roles, not names: no entity; "I" is whoever introduces themselves."""
-_INTRO: Final = (("i", "'m"), ("i", "’m"), ("i", "am"), ("im",), ("my", "name", "is"), ("my", "name", "'s"),
+_INTRO: Final = (("i", "'m"), ("i", "’m"), ("i", "am"), ("im",), ("i", "m"), ("my", "name", "is"), ("my", "name", "'s"),
                  ("call", "me"), ("this", "is"), ("it", "'s"))
+
+_GREETINGS: Final = frozenset({"hi", "hey", "hello", "yo", "hiya", "morning", "evening", "ok", "okay", "so"})
 
 
 def register_known(res: Resources, state: ChunkState, messages: list[Message]) -> None:
@@ -182,6 +184,13 @@ def introductions(res: Resources, state: ChunkState) -> None:
             continue
         lowers, s = sent.msg.lowers, sent.start
         starts = {m.start: m for m in sent.mentions}
+        here = [m for m in sent.mentions if m.end < sent.end and lowers[m.end] == "here"
+                and all(not sent.msg.alnum[j] or lowers[j] in _GREETINGS for j in range(s, m.start))]
+        for named in here:  # "hi, Mateus here"
+            ent = state.entities.get(named.key)
+            if ent is not None and (ent.type is None or res.lexicon.is_person(ent.type)):
+                ent.set_type(res.lexicon.person_class, 1)
+                state.speakers.setdefault(label, named.key)
         for k in range(s, sent.end):
             for intro in _INTRO:
                 n = len(intro)
@@ -195,6 +204,28 @@ def introductions(res: Resources, state: ChunkState) -> None:
                     continue
                 ent.set_type(res.lexicon.person_class, 1)
                 state.speakers.setdefault(label, m.key)
+    _scope_user(res, state)
+
+
+def _scope_user(res: Resources, state: ChunkState) -> None:
+    """"I" of an unnamed user turn is the scope's user: the person it introduced itself as, with the
+    scope's user id as another name (so a later add finds the same node), else an entity of that id."""
+    user = state.context.user
+    if not user or not user.strip():
+        return
+    labels = {s.msg.speaker for s in state.sentences if s.msg.speaker is not None}
+    label = next((x for x in labels if x.strip().casefold() == "user"), None)
+    if label is None:
+        return
+    key = state.speakers.get(label)
+    if key is not None:
+        if norm(user) != key:
+            state.entities[key].aliases.setdefault(user, None)
+        return
+    ent = state.entity(user.strip(), words=res.words(user.strip()))
+    ent.speaker = True
+    ent.set_type(res.lexicon.person_class, 1)
+    state.speakers[label] = ent.key
 
 
 def _full_name(res: Resources, state: ChunkState, sent: Sentence, label: str) -> None:

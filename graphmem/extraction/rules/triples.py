@@ -13,7 +13,7 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from . import copula, jobs, roles, values
+from . import clauses, copula, jobs, roles, values
 from .arguments import SentenceView, make, objects, subject, subjects
 from .lexicon import RelationPattern
 from .resources import Resources
@@ -51,6 +51,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)
+    out += clauses.clause_triples(res, ctx, used)
     out += roles.email_triples(res, ctx)
     return out
 

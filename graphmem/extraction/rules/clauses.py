@@ -1,0 +1,279 @@
+"""Triples from the dependency parse: each clause's predicate, read as the ontology names it.
+
+The surface-form matcher (``triples``) finds "X <label or synonym> Y" written in order; this module reads
+the parse instead, so the subject may be far from the verb, objects may be coordinated ("I speak Finnish
+and Swedish"), the preposition may hang off another word ("work as a nurse at St Olav's") and the verb
+may come after a relative clause. A clause gives predicate keys, most specific first: the verb's lemma
+with its particle and preposition ("move to", "grow up in"), an adjective with its preposition
+("allergic to"), a copula with its preposition ("be from"). Every surface form of every relation in the
+ontology is reduced to the same kind of key (``ClauseLexicon``), so a modeller's altLabel is all it
+takes for a new phrasing. Domain and range decide between relations that share a key; the guard judges
+what comes out. Negated and hedged clauses ("not anymore", "maybe") state nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from ...ontology.model import RelationInfo
+from ..schema import ExtractedTriple
+from .arguments import SentenceView, make, noun_phrase
+from .resources import Resources
+from .words import FIRST_PERSON
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+_SKIP_LEMMAS: Final = frozenset({"a", "an", "the", "be", "is", "are", "was", "am", "being", "been"})
+_HEDGES: Final = frozenset({"maybe", "perhaps", "possibly", "probably", "might", "may", "could", "would",
+                            "should", "if", "whether", "hopefully", "supposedly"})
+_PAST_ONLY: Final = frozenset({"anymore", "formerly", "previously", "once"})
+_LIGHT: Final = frozenset({"have", "take", "get", "go", "make", "do", "keep", "eat", "run", "see", "be", "use",
+                           "put", "give", "come", "know", "hold", "play", "start", "join", "visit", "follow"})
+"""Verbs too common to type a plain noun by themselves: "I take metformin" names a medication, "I take the
+bus" does not, so after one of these a lowercase object needs evidence of its class."""
+_SUBJ: Final = ("nsubj", "nsubjpass")
+_OBJ: Final = ("dobj", "attr", "oprd")
+
+
+@dataclass
+class ClauseLexicon:
+    """Predicate key (lemmas) -> relations with a surface form of that key, most specific first."""
+
+    keys: dict[tuple[str, ...], list[RelationInfo]] = field(default_factory=dict)
+    generic: set[tuple[str, ...]] = field(default_factory=set)
+    examples: dict[str, str] = field(default_factory=dict)
+    """Lowercase example -> class, from the examples a class's definition lists after its colon
+    ("... a medicine or supplement: insulin, metformin, an inhaler")."""
+
+    @classmethod
+    def build(cls, res: Resources) -> ClauseLexicon:
+        lex = cls()
+        onto = res.ontology
+        depth = {iri: len(info.super_properties) for iri, info in onto.relations.items()}
+        for pats in res.lexicon.patterns.values():
+            for p in pats:
+                if p.passive_swap:
+                    continue
+                key = tuple(w for w in p.lemmas if w not in _SKIP_LEMMAS)
+                if not key:
+                    continue
+                rels = lex.keys.setdefault(key, [])
+                if p.relation not in rels:
+                    rels.append(p.relation)
+        for rels in lex.keys.values():
+            rels.sort(key=lambda r: (-depth.get(r.iri, 0), r.iri))
+        lex.generic = {k for k in lex.keys if len(k) == 1 and k[0] in _LIGHT}
+        for info in onto.classes.values():
+            for example in definition_examples(info.definition):
+                lex.examples.setdefault(example, info.name)
+        return lex
+
+    def lookup(self, key: tuple[str, ...]) -> list[RelationInfo]:
+        return self.keys.get(key, [])
+
+    def is_generic(self, key: tuple[str, ...]) -> bool:
+        """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
+        return key in self.generic or key[0] == "be" or (len(key) == 1 and key[0] in _LIGHT)
+
+
+def definition_examples(definition: str | None) -> list[str]:
+    """The comma-separated examples after a definition's colon, without articles, up to three words each."""
+    if not definition or ":" not in definition:
+        return []
+    tail = definition.split(":", 1)[1].split(".")[0]
+    out: list[str] = []
+    for item in re.split(r",| or | and ", tail):
+        words = [w for w in item.strip().casefold().split() if w not in ("a", "an", "the")]
+        if 0 < len(words) <= 3:
+            out.append(" ".join(words))
+    return out
+
+
+def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """Triples of every clause of the sentence whose predicate the surface-form matcher left unclaimed."""
+    doc = ctx.sent.msg.doc
+    if doc is None or (ctx.sent.msg.speaker or "").casefold() == "assistant":
+        return []  # the assistant's suggestions and read-backs are not facts about the user
+    lex = res.clauses
+    out: list[ExtractedTriple] = []
+    s, e = ctx.sent.start, ctx.sent.end
+    for tok in doc[s:e]:
+        if tok.i in used or tok.pos_ not in ("VERB", "AUX", "ADJ") or _negated_or_hedged(tok):
+            continue
+        subjects = _subjects(ctx, tok)
+        if not subjects:
+            continue
+        for key, obj_tok, generic in _frames(tok):
+            rels = lex.lookup(key)
+            if not rels:
+                continue
+            for subj in subjects:
+                for obj in _objects(obj_tok):
+                    t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key))
+                    if t is not None:
+                        out.append(t)
+                        used.add(tok.i)
+    return out
+
+
+def _frames(pred: Token) -> Iterator[tuple[tuple[str, ...], Token, bool]]:
+    """(key, object token, whether the key is a bare light verb) for each argument of the predicate."""
+    lemma = pred.lemma_.lower()
+    prt = [c.lemma_.lower() for c in pred.children if c.dep_ == "prt"]
+    base = (lemma, *prt)
+    copula = lemma == "be"
+    for c in pred.children:
+        if c.dep_ in _OBJ and not copula:
+            yield base, c, False
+            yield from _nested(base, c)
+        elif c.dep_ == "prep":
+            pobj = _pobj(c)
+            if pobj is None:
+                continue
+            prep = c.lemma_.lower()
+            yield (*base, prep) if not copula else ("be", prep), pobj, False
+            if copula:
+                yield (prep,), pobj, True
+        elif c.dep_ in ("acomp", "attr") and copula:
+            adj = c.lemma_.lower()
+            for p in c.children:
+                if p.dep_ == "prep" and (pobj := _pobj(p)) is not None:
+                    yield (adj, p.lemma_.lower()), pobj, False
+        elif c.dep_ == "agent" and (pobj := _pobj(c)) is not None:
+            yield (*base, "by"), pobj, False
+
+
+def _nested(base: tuple[str, ...], obj: Token) -> Iterator[tuple[tuple[str, ...], Token, bool]]:
+    """"work as a nurse at X": a preposition attached to the object noun still belongs to the verb."""
+    for p in obj.children:
+        if p.dep_ == "prep" and (pobj := _pobj(p)) is not None:
+            yield (*base, p.lemma_.lower()), pobj, False
+
+
+def _pobj(prep: Token) -> Token | None:
+    return next((c for c in prep.children if c.dep_ in ("pobj", "pcomp")), None)
+
+
+def _negated_or_hedged(pred: Token) -> bool:
+    for c in pred.children:
+        low = c.lower_
+        if c.dep_ == "neg" or low in _HEDGES or low in _PAST_ONLY:
+            return True
+        if c.dep_ == "aux" and low in ("used",):
+            return True
+    head = pred.head
+    return head is not pred and pred.dep_ in ("xcomp", "ccomp") and any(
+        c.dep_ == "neg" or c.lower_ in _HEDGES for c in head.children)
+
+
+def _subjects(ctx: SentenceView, pred: Token) -> list[str]:
+    """Entity keys of the predicate's subject and its conjuncts; a conjoined or open-complement verb
+    without its own subject shares its head's ("I live in Oslo and work at Statnett")."""
+    tok = pred
+    for _ in range(3):
+        subj = [c for c in tok.children if c.dep_ in _SUBJ]
+        if subj:
+            keys = [k for s in subj for t in _conjuncts(s) if (k := _entity_at(ctx, t)) is not None]
+            return list(dict.fromkeys(keys))
+        if tok.dep_ in ("conj", "xcomp", "advcl") and tok.head is not tok:
+            tok = tok.head
+            continue
+        break
+    return []
+
+
+def _conjuncts(tok: Token) -> list[Token]:
+    out = [tok]
+    for c in tok.children:
+        if c.dep_ == "conj":
+            out += _conjuncts(c)
+    return out
+
+
+def _objects(tok: Token) -> list[Token]:
+    return _conjuncts(tok)
+
+
+def _entity_at(ctx: SentenceView, tok: Token) -> str | None:
+    """The entity a subject token stands for: the speaker for "I", an apposition's name ("my brother
+    Jonas"), the mention the token is part of."""
+    low = tok.lower_
+    if low in FIRST_PERSON or (low == "we" and ctx.speaker is not None):
+        return ctx.speaker
+    if low in ("he", "she"):
+        return ctx.state.recent_person
+    for c in tok.children:
+        if c.dep_ == "appos" and (key := _mention_key(ctx, c)) is not None:
+            return key
+    return _mention_key(ctx, tok)
+
+
+def _plain_noun(ctx: SentenceView, tok: Token) -> bool:
+    """Whether the object is a lowercase noun phrase or concept rather than a name."""
+    return any(m.start <= tok.i < m.end and m.kind in ("np", "concept") for m in ctx.sent.mentions)
+
+
+def _mention_key(ctx: SentenceView, tok: Token) -> str | None:
+    i = tok.i
+    for m in ctx.sent.mentions:
+        if m.start <= i < m.end:
+            return m.key
+    return None
+
+
+def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj: str, obj: Token,
+               generic: bool) -> ExtractedTriple | None:
+    """The first relation (most specific first) whose domain and range the endpoints fit."""
+    key = _entity_at(ctx, obj) if obj.lower_ not in FIRST_PERSON else ctx.speaker
+    plain = key is None or _plain_noun(ctx, obj)
+    for rel in rels:
+        if rel.kind == "datatype":
+            continue
+        target = key
+        if plain and target is not None:
+            if not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
+                continue
+        elif target is None:
+            if not res.np_ok[rel.iri] or obj.pos_ not in ("NOUN", "PROPN"):
+                continue
+            target = noun_phrase(res, ctx, _np_start(obj))
+            if target is None or not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
+                continue
+        elif generic and not _typed_for(res, ctx, target, rel):
+            continue  # "I have two kids, Leo and Mia": a light verb needs an object of a known class
+        elif generic and res.lexicon.is_person(ctx.state.entities[target].type):
+            continue
+        t = make(res, ctx, subj, rel, target)
+        if t is not None:
+            return t
+    return None
+
+
+def _typed_for(res: Resources, ctx: SentenceView, key: str, rel: RelationInfo) -> bool:
+    """Whether a noun phrase has a class of its own within the range: a class word of the ontology
+    ("a project"), or an example the class's definition gives ("diabetes" for a health condition)."""
+    ent = ctx.state.entities.get(key)
+    if ent is None:
+        return False
+    if ent.type is None or ent.rank > 1:
+        example = res.clauses.examples.get(ent.key) or res.clauses.examples.get(ent.words[-1] if ent.words else "")
+        if example is None:
+            return False
+        ent.set_type(example, 1)
+    return ent.type is not None and res.lexicon.compatible(ent.type, rel.range)
+
+
+def _root_range(res: Resources, rel: RelationInfo) -> bool:
+    """A range with no class above it ("likes" a thing): any noun phrase may be the object."""
+    onto = res.ontology
+    return all(not onto.classes[r].parents for r in rel.range if r in onto.classes)
+
+
+def _np_start(tok: Token) -> int:
+    """Where the object's noun phrase starts (its left modifiers), for the shared noun-phrase reader."""
+    left = [c.i for c in tok.lefts if c.dep_ in ("compound", "amod", "det", "nummod", "poss")]
+    return min([tok.i, *left])
