@@ -44,7 +44,6 @@ class ClauseLexicon:
     """Predicate key (lemmas) -> relations with a surface form of that key, most specific first."""
 
     keys: dict[tuple[str, ...], list[RelationInfo]] = field(default_factory=dict)
-    generic: set[tuple[str, ...]] = field(default_factory=set)
     examples: dict[str, str] = field(default_factory=dict)
     """Lowercase example -> class, from the examples a class's definition lists after its colon
     ("... a medicine or supplement: insulin, metformin, an inhaler")."""
@@ -66,7 +65,6 @@ class ClauseLexicon:
                     rels.append(p.relation)
         for rels in lex.keys.values():
             rels.sort(key=lambda r: (-depth.get(r.iri, 0), r.iri))
-        lex.generic = {k for k in lex.keys if len(k) == 1 and k[0] in _LIGHT}
         for info in onto.classes.values():
             for example in definition_examples(info.definition):
                 lex.examples.setdefault(example, info.name)
@@ -77,7 +75,7 @@ class ClauseLexicon:
 
     def is_generic(self, key: tuple[str, ...]) -> bool:
         """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
-        return key in self.generic or key[0] == "be" or (len(key) == 1 and key[0] in _LIGHT)
+        return key[0] == "be" or (len(key) == 1 and key[0] in _LIGHT)
 
 
 def definition_examples(definition: str | None) -> list[str]:
@@ -112,7 +110,7 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             if not rels:
                 continue
             for subj in subjects:
-                for obj in _objects(obj_tok):
+                for obj in _conjuncts(obj_tok):
                     t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key))
                     if t is not None:
                         out.append(t)
@@ -192,10 +190,6 @@ def _conjuncts(tok: Token) -> list[Token]:
         if c.dep_ == "conj":
             out += _conjuncts(c)
     return out
-
-
-def _objects(tok: Token) -> list[Token]:
-    return _conjuncts(tok)
 
 
 def _entity_at(ctx: SentenceView, tok: Token) -> str | None:
