@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from spacy.tokens import Token
 
 _SKIP_LEMMAS: Final = frozenset({"a", "an", "the", "be", "is", "are", "was", "am", "being", "been"})
-_HEDGES: Final = frozenset({"maybe", "perhaps", "possibly", "probably", "might", "may", "could", "would",
+HEDGES: Final = frozenset({"maybe", "perhaps", "possibly", "probably", "might", "may", "could", "would",
                             "should", "if", "whether", "hopefully", "supposedly"})
 _PAST_ONLY: Final = frozenset({"anymore", "formerly", "previously", "once"})
-_LIGHT: Final = frozenset({"have", "take", "get", "go", "make", "do", "keep", "eat", "run", "see", "be", "use",
+LIGHT: Final = frozenset({"have", "take", "get", "go", "make", "do", "keep", "eat", "run", "see", "be", "use",
                            "put", "give", "come", "know", "hold", "play", "start", "join", "visit", "follow"})
 """Verbs too common to type a plain noun by themselves: "I take metformin" names a medication, "I take the
 bus" does not, so after one of these a lowercase object needs evidence of its class."""
@@ -75,7 +75,7 @@ class ClauseLexicon:
 
     def is_generic(self, key: tuple[str, ...]) -> bool:
         """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
-        return key[0] == "be" or (len(key) == 1 and key[0] in _LIGHT)
+        return key[0] == "be" or (len(key) == 1 and key[0] in LIGHT)
 
 
 def definition_examples(definition: str | None) -> list[str]:
@@ -159,13 +159,13 @@ def _pobj(prep: Token) -> Token | None:
 def _negated_or_hedged(pred: Token) -> bool:
     for c in pred.children:
         low = c.lower_
-        if c.dep_ == "neg" or low in _HEDGES or low in _PAST_ONLY:
+        if c.dep_ == "neg" or low in HEDGES or low in _PAST_ONLY:
             return True
         if c.dep_ == "aux" and low in ("used",):
             return True
     head = pred.head
     return head is not pred and pred.dep_ in ("xcomp", "ccomp") and any(
-        c.dep_ == "neg" or c.lower_ in _HEDGES for c in head.children)
+        c.dep_ == "neg" or c.lower_ in HEDGES for c in head.children)
 
 
 def _subjects(ctx: SentenceView, pred: Token) -> list[str]:

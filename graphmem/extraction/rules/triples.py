@@ -168,8 +168,9 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
         if value is not None:
             out += [t for subj in subjs if (t := make(res, ctx, subj, rel, value, literal=True)) is not None]
         return out
+    light = len(p.lemmas) == 1 and p.lemmas[0] in clauses.LIGHT  # "take" + a plain noun: the clause reader
     for subj in subjs:
-        out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap)
+        out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap, plain=not light)
     return out
 
 
@@ -193,10 +194,11 @@ def _holder(ctx: SentenceView, first: int) -> str | None:
 
 
 def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: str, k: int, *,
-                    swap: bool) -> list[ExtractedTriple]:
-    """One triple per object from ``k`` (only the first for a functional relation)."""
+                    swap: bool, plain: bool = True) -> list[ExtractedTriple]:
+    """One triple per object from ``k`` (only the first for a functional relation); ``plain``: a
+    lowercase noun phrase may be the object where the relation allows one."""
     out: list[ExtractedTriple] = []
-    found = objects(res, ctx, k, allow_np=res.np_ok[rel.iri])
+    found = objects(res, ctx, k, allow_np=plain and res.np_ok[rel.iri])
     if found and (allergy := _allergy(res, ctx, rel, found[0])) is not None:
         rel, found = allergy
     if rel.name == "locatedIn" and res.lexicon.is_person(getattr(ctx.state.entities.get(subj), "type", None)):
@@ -278,4 +280,6 @@ def _passive_by(ctx: SentenceView, p: RelationPattern, first: int, last: int) ->
 
 
 def _negated(msg: Message, first: int, start: int) -> bool:
-    return any(msg.lowers[k] in NEGATIONS for k in range(max(start, first - 3), first))
+    """A negation or a hedge just before the relation ("don't live in", "maybe will live in")."""
+    return any(msg.lowers[k] in NEGATIONS or msg.lowers[k] in clauses.HEDGES
+               for k in range(max(start, first - 3), first))

@@ -1,0 +1,65 @@
+"""The clause reader of the rule extractor: predicates from the dependency parse, mapped to the
+ontology's relations by their surface forms, with domain and range choosing and evidence required
+for plain nouns; and "I" of an unnamed user turn as the scope's user."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from graphmem.extraction import ExtractionContext, RuleExtractor
+from graphmem.extraction.rules.clauses import definition_examples
+from graphmem.ontology import Ontology
+
+REF = datetime(2026, 5, 4, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def extractor(ontology: Ontology) -> RuleExtractor:
+    return RuleExtractor(ontology)
+
+
+def facts(ex: RuleExtractor, text: str, speakers: tuple[str, ...] = ("Kari",),
+          user: str | None = None) -> set[tuple[str, str, str]]:
+    ctx = ExtractionContext(ex.ontology, REF, list(speakers), user=user)
+    return {(t.source, t.relation, t.target) for t in ex.extract(text, ctx).triples}
+
+
+def test_coordinated_objects_and_a_shared_subject(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I live in Tromsø and work at Statnett.")
+    assert {("Kari", "livesIn", "Tromsø"), ("Kari", "worksFor", "Statnett")} <= got
+    got = facts(extractor, "Kari: These days I mostly speak Finnish and Swedish with my family.")
+    assert {("Kari", "speaks", "Finnish"), ("Kari", "speaks", "Swedish")} <= got
+
+
+def test_negated_and_hedged_clauses_state_nothing(extractor: RuleExtractor) -> None:
+    assert not facts(extractor, "Kari: I don't live in Bergen.")
+    assert not facts(extractor, "Kari: Maybe I will live in Bergen, who knows.")
+
+
+def test_a_plain_noun_after_a_light_verb_needs_a_class(extractor: RuleExtractor) -> None:
+    assert ("Kari", "takesMedication", "metformin") in facts(extractor, "Kari: I take metformin every morning.")
+    assert not any(r == "takesMedication" for _s, r, _t in facts(extractor, "Kari: I take the bus every morning."))
+
+
+def test_the_assistant_states_no_facts(extractor: RuleExtractor) -> None:
+    assert not facts(extractor, "assistant: Raj is on the payments project with you, I think.",
+                     speakers=("assistant",))
+
+
+def test_an_unnamed_user_is_the_scope_user(extractor: RuleExtractor) -> None:
+    assert facts(extractor, "user: I live in Tromsø.", ("user",), user="u-17") == {("u-17", "livesIn", "Tromsø")}
+    # an introduction names the speaker; the scope's id stays another name of the same person
+    ctx = ExtractionContext(extractor.ontology, REF, ["user"], user="u-17")
+    out = extractor.extract("user: hi, Mateus here. I live in Perth.", ctx)
+    assert {(t.source, t.relation, t.target) for t in out.triples} == {("Mateus", "livesIn", "Perth")}
+    mateus = next(e for e in out.entities if e.name == "Mateus")
+    assert "u-17" in mateus.aliases
+    assert facts(extractor, "user: I live in Tromsø.", ("user",)) == set()  # no scope user: no subject
+
+
+def test_definition_examples() -> None:
+    assert definition_examples("A medicine a person takes: insulin, metformin, an inhaler, vitamin D.") == \
+        ["insulin", "metformin", "inhaler", "vitamin d"]
+    assert definition_examples("No examples here.") == []
