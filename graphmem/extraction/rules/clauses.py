@@ -27,7 +27,7 @@ from .words import FIRST_PERSON
 if TYPE_CHECKING:
     from spacy.tokens import Token
 
-_SKIP_LEMMAS: Final = frozenset({"a", "an", "the", "be", "is", "are", "was", "am", "being", "been"})
+_SKIP_LEMMAS: Final = frozenset({"a", "an", "the", "be"})
 HEDGES: Final = frozenset({"maybe", "perhaps", "possibly", "probably", "might", "may", "could", "would",
                             "should", "if", "whether", "hopefully", "supposedly"})
 _PAST_ONLY: Final = frozenset({"anymore", "formerly", "previously", "once"})
@@ -221,25 +221,25 @@ def _mention_key(ctx: SentenceView, tok: Token) -> str | None:
 
 def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj: str, obj: Token,
                generic: bool) -> ExtractedTriple | None:
-    """The first relation (most specific first) whose domain and range the endpoints fit."""
-    key = _entity_at(ctx, obj) if obj.lower_ not in FIRST_PERSON else ctx.speaker
+    """The first relation (most specific first) whose domain and range the endpoints fit. A plain noun
+    needs a class of its own unless any thing fits the range; after a light verb ("I have two kids,
+    Leo and Mia") every object needs one, and a person never fits."""
+    key = ctx.speaker if obj.lower_ in FIRST_PERSON else _entity_at(ctx, obj)
     plain = key is None or _plain_noun(ctx, obj)
     for rel in rels:
         if rel.kind == "datatype":
             continue
         target = key
-        if plain and target is not None:
-            if not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
-                continue
-        elif target is None:
+        if target is None:
             if not res.np_ok[rel.iri] or obj.pos_ not in ("NOUN", "PROPN"):
                 continue
             target = noun_phrase(res, ctx, _np_start(obj))
-            if target is None or not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
+            if target is None:
                 continue
-        elif generic and not _typed_for(res, ctx, target, rel):
-            continue  # "I have two kids, Leo and Mia": a light verb needs an object of a known class
-        elif generic and res.lexicon.is_person(ctx.state.entities[target].type):
+        if generic:
+            if not _typed_for(res, ctx, target, rel) or res.lexicon.is_person(ctx.state.entities[target].type):
+                continue
+        elif plain and not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
             continue
         t = make(res, ctx, subj, rel, target)
         if t is not None:
@@ -249,7 +249,8 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
 
 def _typed_for(res: Resources, ctx: SentenceView, key: str, rel: RelationInfo) -> bool:
     """Whether a noun phrase has a class of its own within the range: a class word of the ontology
-    ("a project"), or an example the class's definition gives ("diabetes" for a health condition)."""
+    ("a project"), or an example the class's definition gives ("diabetes" for a health condition),
+    which the entity then takes as its class."""
     ent = ctx.state.entities.get(key)
     if ent is None:
         return False
