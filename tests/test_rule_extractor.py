@@ -202,9 +202,13 @@ def test_long_text_completes(extractor: RuleExtractor) -> None:
 
 def test_message_granularity(ontology: Ontology) -> None:
     by_message = RuleExtractor(ontology, granularity="message")
-    result = run(by_message, "Maya: Hi! I work at Northwind. I love it.\nAna: Me too.", speakers=("Maya", "Ana"))
-    assert [m.text for m in result.memories] == ["Hi! I work at Northwind. I love it.", "Me too."]
+    result = run(by_message, "Maya: Hi! I work at Northwind. I love it.\nAna: Me too, at Lisbon's office.",
+                 speakers=("Maya", "Ana"))
+    assert [m.text for m in result.memories] == ["Hi! I work at Northwind. I love it.", "Me too, at Lisbon's office."]
     assert [m.attributed_to for m in result.memories] == ["Maya", "Ana"]
+    bare = run(by_message, "Maya: I work at Northwind.\nAna: Me too.", speakers=("Maya", "Ana"))
+    assert [m.text for m in bare.memories] == ["I work at Northwind."]  # nothing of its own to remember
+    assert [(s.text, s.reason) for s in bare.skipped] == [("Me too.", "no content")]
 
 
 def test_noun_compounds_link_chat_messages(ontology: Ontology, extractor: RuleExtractor) -> None:

@@ -65,8 +65,10 @@ def test_pleasantries_are_not_memories(extractor: RuleExtractor) -> None:
     text = ("Maya: Hi!\nassistant: Hello Maya, how can I help you today?\n"
             "Maya: I moved to Porto last year.\nassistant: Noted: you live in Porto.\n"
             "Maya: Thanks!\nassistant: You're welcome! Let me know if you need anything else.")
-    got = [m.text for m in run(extractor, text, ["Maya", "assistant"]).memories]
-    assert got == ["I moved to Porto last year.", "Noted: you live in Porto."]
+    result = run(extractor, text, ["Maya", "assistant"])
+    assert [m.text for m in result.memories] == ["I moved to Porto last year."]
+    assert [s.reason for s in result.skipped] == ["small talk", "assistant turn", "assistant turn", "small talk",
+                                                  "assistant turn"]  # the assistant's read-back is no memory
     keep = RuleExtractor(extractor.ontology, small_talk=True)
     assert len(run(keep, text, ["Maya", "assistant"]).memories) == 6
 
@@ -77,8 +79,21 @@ def test_small_talk_knob_reaches_the_extractor(tmp_path: Path) -> None:
     for keep, count in ((False, 1), (True, 2)):
         with Memory.from_config({"store": {"path": str(tmp_path / f"{keep}.db")}, "embedder": {"provider": "hashing"},
                                  "llm": {"provider": "none", "rules_small_talk": keep}}) as m:
-            m.add(text, user_id="maya")
+            out = m.add(text, user_id="maya")
             assert len(m.get_all(user_id="maya")["results"]) == count
+            # what was not remembered is in the add result, with its reason
+            assert [(s["text"], s["reason"]) for s in out["skipped"]] == \
+                ([] if keep else [("Thanks for sharing! How can I help?", "assistant turn")])
+
+
+def test_questions_to_the_assistant_are_not_memories_unless_they_say_something(extractor: RuleExtractor) -> None:
+    text = ("Maya: Can you help me prep for the reviews?\nMaya: Any food tips for my trip to Porto?\n"
+            "assistant: Try a francesinha.")
+    result = run(extractor, text, ["Maya", "assistant"])
+    assert [m.text for m in result.memories] == ["Any food tips for my trip to Porto?"]
+    assert [s.reason for s in result.skipped] == ["question to the assistant", "assistant turn"]
+    # between two people (no assistant), a question is part of the conversation and stays
+    assert len(run(extractor, "Maya: Can you help me prep for the reviews?", ["Maya"]).memories) == 1
 
 
 def test_place_after_an_organization_and_she(extractor: RuleExtractor) -> None:

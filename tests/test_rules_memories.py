@@ -25,7 +25,8 @@ def test_memories_are_typed_dated_attributed_and_indexed() -> None:
     state = prepare(TEXT, speakers=("Maya", "Ana"), mentions=False)
     for sent in state.sentences:
         sent.times = find_times(sent.text, REF)
-    out = memories(resources().english, state.sentences, "sentence", 4)
+    out, skipped = memories(resources().english, state.sentences, "sentence", 4)
+    assert skipped == []
     assert [(m.text, m.attributed_to, m.memory_type, m.event_time) for m in out] == [
         ("Wow! I moved to Porto last year. Thanks.", "Maya", MemoryType.EPISODIC, "2023-01-01"),
         ("Me too, since 2020.", "Ana", MemoryType.EPISODIC, "2020-01-01")]

@@ -12,6 +12,7 @@ from .schema import (
     KnownEntity,
     KnownMemory,
     Rejection,
+    Skipped,
 )
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ __all__ = [
     "KnownMemory",
     "Rejection",
     "RuleExtractor",
+    "Skipped",
 ]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ..models import MemoryType, Usage
 from ..ontology import Ontology
@@ -48,10 +49,20 @@ class ExtractedTriple(_Strict):
     memory: int | None = Field(None, description="Index (0-based) of the extracted memory that states it.")
 
 
+class Skipped(_Strict):
+    """Text of the chunk an extractor chose not to remember, and why ("assistant turn", "small talk",
+    "question", "no content"): reported in the add result, so nothing is left out silently."""
+
+    text: str
+    reason: str
+
+
 class Extraction(_Strict):
     memories: list[ExtractedMemory] = Field(default_factory=list)
     entities: list[ExtractedEntity] = Field(default_factory=list)
     triples: list[ExtractedTriple] = Field(default_factory=list)
+    skipped: SkipJsonSchema[list[Skipped]] = Field(default_factory=list, exclude=True)
+    """What the extractor left out on purpose; not part of the schema a model answers in."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class ExtractionContext:
     reference_time: datetime
     """Relative dates ("last week") are resolved against this: the message time or ``reference_date``."""
     speakers: list[str] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)
+    """Speaker label -> the role its messages have (``user``, ``assistant``, ``system``, ``tool``)."""
     user: str | None = None
     """The scope's user (its ``user_id``): whom "I" of a turn in the ``user`` role without a name stands
     for. A name the turn gives ("I'm Kari") becomes that entity's other name, never a second person."""

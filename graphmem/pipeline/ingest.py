@@ -113,6 +113,8 @@ class _Extracted:
     extractions: list[Extraction] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     """What the extractor returned that failed validation, with the reason (``add`` reports it)."""
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    """What the extractor chose not to remember (text, reason, chunk; ``add`` reports it)."""
     usage: Usage = field(default_factory=Usage)
 
 
@@ -362,7 +364,7 @@ class Ingestor:
             else [None] * len(out.chunks)
         for c, (chunk, vec) in enumerate(zip(out.chunks, vectors, strict=True)):
             ctx = ExtractionContext(
-                ontology=ontology, reference_time=reference, speakers=speakers, user=req.scope.user_id,
+                ontology=ontology, reference_time=reference, speakers=speakers, roles=roles, user=req.scope.user_id,
                 memories=(yield from self._known_memories(req.scope, chunk, vec)) if vec is not None else [],
                 entities=(yield from self._known_entities(req.scope, chunk)),
                 chunk_index=c, chunk_count=len(out.chunks), usage=out.usage,
@@ -386,6 +388,7 @@ class Ingestor:
             return clip(str(text).encode("utf-8", "backslashreplace").decode("utf-8"), 100)
 
         limits = self.config.limits
+        out.skipped += [{"text": shown(s.text), "reason": s.reason, "chunk": c} for s in result.skipped]
         first = len(out.drafts)
         for m in result.memories:
             try:
@@ -519,6 +522,7 @@ class _Batch:
                 out["chunks"] = len(ex.chunks)
                 out["token_counter"] = ex.counter
                 out["dropped"] = ex.dropped
+                out["skipped"] = ex.skipped
                 out["usage"] = ex.usage.as_dict()
             outs.append(out)
         return outs

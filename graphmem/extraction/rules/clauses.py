@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, noun_phrase
+from .memories import role_of
 from .resources import Resources
 from .words import FIRST_PERSON
 
@@ -94,7 +95,7 @@ def definition_examples(definition: str | None) -> list[str]:
 def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """Triples of every clause of the sentence whose predicate the surface-form matcher left unclaimed."""
     doc = ctx.sent.msg.doc
-    if doc is None or (ctx.sent.msg.speaker or "").casefold() == "assistant":
+    if doc is None or role_of(ctx.sent.msg.speaker, ctx.state.context.roles) == "assistant":
         return []  # the assistant's suggestions and read-backs are not facts about the user
     lex = res.clauses
     out: list[ExtractedTriple] = []

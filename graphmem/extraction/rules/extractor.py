@@ -83,11 +83,13 @@ class RuleExtractor(Extractor):
         for sent in state.sentences:
             classes.type_from_context(res, state, sent)
             sent.times = find_times(sent.text, context.reference_time)
-        names = frozenset(w for s in context.speakers for w in s.casefold().split())
-        found = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
-                                  small_talk=self.small_talk, names=names)
+        # speakers' names, also those learnt from an introduction: "Hello, I'm Kenji." says nothing more
+        spoken = [*context.speakers, *(state.entities[k].name for k in state.speakers.values())]
+        names = frozenset(w for s in spoken for w in s.casefold().split())
+        found, skipped = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
+                                           small_talk=self.small_talk, names=names, roles=context.roles)
         triples = _triples(res, state)
-        return Extraction(memories=found, entities=entities.output(state), triples=triples)
+        return Extraction(memories=found, entities=entities.output(state), triples=triples, skipped=skipped)
 
 
 def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:

@@ -8,14 +8,17 @@ and how-tos, episodic when a time phrase resolved, semantic otherwise, and attri
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...models import MemoryType
-from ..schema import ExtractedMemory
+from ..schema import ExtractedMemory, Skipped
 from .state import Granularity, Sentence
-from .words import PHATIC, English
+from .words import INTERJECTIONS, PHATIC, English
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
 
 _PROCEDURAL: Final = re.compile(
     r"^\W*(?:please\s+)?(?:"
@@ -32,17 +35,25 @@ _STOP_VERBS: Final = frozenset({"back", "call", "do", "give", "go", "keep", "mak
                                 "take", "get", "say", "empty", "fill", "name", "mention", "use"})
 
 
-def memories(eng: English, sentences: list[Sentence], granularity: Granularity,
-             min_words: int, *, small_talk: bool = False, names: frozenset[str] = frozenset()) -> list[ExtractedMemory]:
-    """One memory per group of sentences; each sentence learns its memory's index (``Sentence.memory``).
-    A group of pleasantries only ("Thanks! How can I help?") is no memory unless ``small_talk``;
-    ``names`` (lowercase speaker names) may appear in one ("Hi Maya!")."""
+def memories(eng: English, sentences: list[Sentence], granularity: Granularity, min_words: int, *,
+             small_talk: bool = False, names: frozenset[str] = frozenset(),
+             roles: dict[str, str] | None = None) -> tuple[list[ExtractedMemory], list[Skipped]]:
+    """One memory per group of sentences worth keeping, and what was left out with its reason; each
+    kept sentence learns its memory's index (``Sentence.memory``). ``small_talk`` keeps every group;
+    ``names`` (lowercase speaker names) may appear in a pleasantry ("Hi Maya!"); ``roles`` maps speaker
+    labels to roles, so an assistant's turns are told apart (see :func:`skip_reason`)."""
+    roles = roles or {}
+    addressed = any(r == "assistant" for r in roles.values()) or \
+        any(role_of(s.msg.speaker, roles) == "assistant" for s in sentences)
     out: list[ExtractedMemory] = []
+    skipped: list[Skipped] = []
     for group in groups(sentences, granularity, min_words):
-        if not small_talk and all(is_phatic(s, names) for s in group):
-            continue
         msg = group[0].msg
         text = msg.text[group[0].char_start:group[-1].char_end].strip()
+        reason = None if small_talk else skip_reason(group, names, roles, addressed)
+        if reason is not None:
+            skipped.append(Skipped(text=text, reason=reason))
+            continue
         times = [t for s in group for t in s.times]
         mtype = MemoryType.SEMANTIC
         if any(is_procedural(eng, s) for s in group):
@@ -54,7 +65,90 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity,
         out.append(ExtractedMemory(text=text, memory_type=mtype,
                                    event_time=times[0].iso if times and mtype == MemoryType.EPISODIC else None,
                                    attributed_to=msg.speaker))
-    return out
+    return out, skipped
+
+
+def role_of(label: str | None, roles: dict[str, str]) -> str | None:
+    """The role a speaker label speaks in; a bare role label ("assistant") is its own role."""
+    if label is None:
+        return None
+    return roles.get(label) or (label.casefold() if label.casefold() in _ROLES else None)
+
+
+def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, str],
+                addressed: bool) -> str | None:
+    """Why a group of sentences is not worth remembering, or ``None`` to keep it.
+
+    Not kept: an assistant's (or system's, or tool's) turn; pleasantries only; sentences without
+    anything to remember (no name, number or content noun: "Good but chaotic."); and, in a
+    conversation with an assistant (or from an unnamed user), questions and requests to it that say
+    nothing about the speaker ("Can you help me prep for their reviews?"); "Any tips for my trip to
+    Porto?" says something, and stays."""
+    label = group[0].msg.speaker
+    role = role_of(label, roles)
+    if role in _NOT_THE_USER:
+        return f"{role} turn"
+    if all(is_phatic(s, names) for s in group):
+        return "small talk"
+    to_assistant = addressed or (label is not None and role == "user" and label.casefold() == "user")
+    kept = asked = False
+    for s in group:
+        asking = to_assistant and (s.question or _request(s))
+        asked |= asking
+        if _content(s, names) and (not asking or _about_speaker(s)):
+            kept = True
+    if kept:
+        return None
+    return "question to the assistant" if asked else "no content"
+
+
+_SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know", "mean", "see", "go", "say",
+                            "want", "need", "hope", "feel", "thank", "help", "try", "ask", "wonder", "let",
+                            "tell", "suppose", "bet", "agree", "understand", "remember", "forget", "note"})
+"""Verbs of talking about the talk ("I guess", "I mean", "let me know"): no content of their own."""
+_ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
+_NOT_THE_USER: Final = frozenset({"assistant", "system", "tool"})
+_VAGUE: Final = frozenset({"thing", "stuff", "lot", "bit", "time", "way", "idea", "ideas", "question", "help",
+                           "problem", "sense", "example", "part", "kind", "sort", "one", "fun", "thanks", "luck",
+                           "anything", "something", "everything", "nothing", "tip", "tips", "advice", "suggestion",
+                           "info", "information", "hand", "moment", "second", "sec", "minute", "lol", "btw"})
+
+
+def _tokens(s: Sentence) -> list[Token]:
+    doc = s.msg.doc
+    return [] if doc is None else list(doc[s.start:s.end])
+
+
+def _content(s: Sentence, names: frozenset[str]) -> bool:
+    """A name (other than a speaker's), a number, a content noun, or the speaker doing something
+    ("Never thought I would enjoy running so much"): something to remember."""
+    if s.msg.doc is None:
+        return True
+    about = _about_speaker(s)
+    for tok in _tokens(s):
+        low = tok.lower_
+        if tok.pos_ == "NUM" or (tok.pos_ == "PROPN" and low not in names and low not in INTERJECTIONS):
+            return True
+        if tok.pos_ == "NOUN" and tok.lemma_.lower() not in _VAGUE and low not in INTERJECTIONS:
+            return True
+        if about and tok.pos_ == "VERB" and tok.lemma_.lower() not in _SAYING:
+            return True
+    return False
+
+
+def _about_speaker(s: Sentence) -> bool:
+    """"I"/"we" as a subject or "my"/"our" on a noun: the sentence says something of the speaker."""
+    return any((t.lower_ in ("i", "we") and t.dep_ in ("nsubj", "nsubjpass"))
+               or (t.lower_ in ("my", "our") and t.dep_ == "poss") for t in _tokens(s))
+
+
+def _request(s: Sentence) -> bool:
+    """An imperative ("suggest a movie", "go on then") or "you" as the subject ("you could remind me")."""
+    for tok in _tokens(s):
+        if tok.dep_ == "ROOT":
+            subj = [c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+            return (not subj and tok.tag_ == "VB") or any(c.lower_ == "you" for c in subj)
+    return False
 
 
 def groups(sentences: list[Sentence], granularity: Granularity, min_words: int) -> list[list[Sentence]]:
