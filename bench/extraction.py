@@ -119,11 +119,13 @@ def collect(args: argparse.Namespace, gold: list[dict[str, Any]]) -> dict[str, A
                 scope = {"user_id": scope_user(conv["id"])}
                 seen = len(standin.chat_requests) if standin else 0
                 run: dict[str, Any] = {"error": None, "usage": None}
+                started = time.perf_counter()
                 try:
                     result = m.add(conv["messages"], timestamp=conv["reference_time"], **scope)
                     run["usage"] = _usage(result)
                 except GraphmemError as e:
                     run["error"] = f"{type(e).__name__}: {e}"
+                run["add_s"] = time.perf_counter() - started
                 if standin is not None and counter is not None:
                     bodies = standin.chat_requests[seen:]
                     run["sent"] = {
@@ -141,7 +143,17 @@ def collect(args: argparse.Namespace, gold: list[dict[str, Any]]) -> dict[str, A
             if standin is not None:
                 standin.stop()
     return {"graphmem": graphmem.__file__, "seconds": round(time.perf_counter() - t0, 2),
-            "token_counter": counter.name if counter else None, "runs": runs}
+            "speed": _speed(gold, runs), "token_counter": counter.name if counter else None, "runs": runs}
+
+
+def _speed(gold: list[dict[str, Any]], runs: dict[str, Any]) -> dict[str, float]:
+    """The first ``add`` of the process (it loads the extractor's models) apart; the others as messages
+    per second of ``add`` time (extraction, guard and write; not the read-back for scoring)."""
+    first, *rest = gold
+    seconds = sum(runs[c["id"]]["add_s"] for c in rest)
+    messages = sum(len(c["messages"]) for c in rest)
+    return {"first_add_s": round(runs[first["id"]]["add_s"], 3), "messages": messages,
+            "messages_per_s": round(messages / seconds, 1) if seconds else 0.0}
 
 
 def _counter(m: Any) -> Any:
@@ -209,6 +221,10 @@ def report(name: str, result: dict[str, Any], worst: int) -> None:
                      str(v["memories"]["gold"]))
     console.print(tags)
     small = result["smalltalk"]
+    if result.get("speed"):
+        sp = result["speed"]
+        console.print(f"speed: first add {sp['first_add_s']} s; then {sp['messages_per_s']} messages/s "
+                      f"({sp['messages']} messages, add time only)")
     console.print(f"small talk: {small['conversations']} conversations, {small['with_anything_stored']} stored "
                   f"something ({small['memories']} memories, {small['facts']} facts: all false positives)")
     tok = result["tokens"]["per_conversation"]
@@ -262,7 +278,8 @@ def main() -> None:
     rels = relations_of(Ontology.load())
     name = args.extractor + ("-standin" if args.standin else "")
     collected = collect(args, gold)
-    result = score(gold, collected["runs"], rels) | {"sent": _sum_sent(collected), "seconds": collected["seconds"]}
+    result = score(gold, collected["runs"], rels) | {"sent": _sum_sent(collected), "seconds": collected["seconds"],
+                                                     "speed": collected.get("speed")}
     report(f"{name} @ {_commit()}", result, args.worst)
     gold_name = str(args.gold.relative_to(ROOT)) if args.gold.is_relative_to(ROOT) else str(args.gold)
     out: dict[str, Any] = {"benchmark": "extraction", "extractor": name, "commit": _commit(), "gold": gold_name,
@@ -274,7 +291,8 @@ def main() -> None:
                        "extraction quality; the token counts (what graphmem sends per conversation) are the result")
     if args.baseline:
         base, commit = run_baseline(args, args.gold)
-        base_result = score(gold, base["runs"], rels) | {"sent": _sum_sent(base), "seconds": base["seconds"]}
+        base_result = score(gold, base["runs"], rels) | {"sent": _sum_sent(base), "seconds": base["seconds"],
+                                                         "speed": base.get("speed")}
         report(f"{name} @ {commit} (baseline)", base_result, args.worst)
         out["baseline"] = {"commit": commit, **base_result}
     path = args.out or RESULTS / f"extraction-{name}.json"

@@ -65,11 +65,13 @@ class RuleExtractor(Extractor):
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
+        from .memories import NOT_THE_USER, role_of
         from .text import tokenize
 
         res = self.resources
         state = ChunkState(context)
-        messages = tokenize(chunk, context.speakers, res.nlp, res.english)
+        messages = tokenize(chunk, context.speakers, res.nlp, res.english,
+                            unparsed=lambda speaker: role_of(speaker, context.roles) in NOT_THE_USER)
         entities.register_known(res, state, messages)
         state.known = entities.known_table(res, state)
         state.sentences = Sentence.split(messages)

@@ -86,7 +86,7 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
     Porto?" says something, and stays."""
     label = group[0].msg.speaker
     role = role_of(label, roles)
-    if role in _NOT_THE_USER:
+    if role in NOT_THE_USER:
         return f"{role} turn"
     if all(is_phatic(s, names) for s in group):
         return "small talk"
@@ -107,7 +107,7 @@ _SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know",
                             "tell", "suppose", "bet", "agree", "understand", "remember", "forget", "note"})
 """Verbs of talking about the talk ("I guess", "I mean", "let me know"): no content of their own."""
 _ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
-_NOT_THE_USER: Final = frozenset({"assistant", "system", "tool"})
+NOT_THE_USER: Final = frozenset({"assistant", "system", "tool"})
 _VAGUE: Final = frozenset({"thing", "stuff", "lot", "bit", "time", "way", "idea", "ideas", "question", "help",
                            "problem", "sense", "example", "part", "kind", "sort", "one", "fun", "thanks", "luck",
                            "anything", "something", "everything", "nothing", "tip", "tips", "advice", "suggestion",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -61,11 +62,16 @@ class Message:
         return self.text[self.starts[start]:self.end_char(end - 1)]
 
 
-def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English) -> list[Message]:
-    """The chunk's messages, each tokenized once and split into sentences."""
+def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English,
+             unparsed: Callable[[str | None], bool] = lambda speaker: False) -> list[Message]:
+    """The chunk's messages, each tokenized once and split into sentences; parsed too unless
+    ``unparsed(speaker)`` (an assistant's turns state no facts: the parse would be read by nobody)."""
     messages = split_messages(chunk, speakers)
-    for msg, doc in zip(messages, nlp.pipe(m.text for m in messages), strict=True):
-        fill_tokens(msg, doc, eng)
+    parse = [m for m in messages if not unparsed(m.speaker)]
+    docs = dict(zip((id(m) for m in parse), nlp.pipe(m.text for m in parse), strict=True))
+    for msg in messages:
+        doc = docs.get(id(msg))
+        fill_tokens(msg, doc if doc is not None else nlp.make_doc(msg.text), eng)
         msg.doc = doc
     return messages
 
