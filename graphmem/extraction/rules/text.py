@@ -62,17 +62,25 @@ class Message:
         return self.text[self.starts[start]:self.end_char(end - 1)]
 
 
+MAX_PARSED_TOKENS: Final = 300
+"""Longer messages (documents, pasted answers) are tokenized but not parsed: parsing costs about a
+millisecond per 15 tokens on one core, and the clause reader is built for chat turns; the surface-form
+rules still read them."""
+
+
 def tokenize(chunk: str, speakers: list[str], nlp: Language, eng: English,
              unparsed: Callable[[str | None], bool] = lambda speaker: False) -> list[Message]:
     """The chunk's messages, each tokenized once and split into sentences; parsed too unless
-    ``unparsed(speaker)`` (an assistant's turns state no facts: the parse would be read by nobody)."""
+    ``unparsed(speaker)`` (an assistant's turns state no facts: the parse would be read by nobody) or
+    longer than :data:`MAX_PARSED_TOKENS`."""
     messages = split_messages(chunk, speakers)
-    parse = [m for m in messages if not unparsed(m.speaker)]
-    docs = dict(zip((id(m) for m in parse), nlp.pipe(m.text for m in parse), strict=True))
-    for msg in messages:
-        doc = docs.get(id(msg))
-        fill_tokens(msg, doc if doc is not None else nlp.make_doc(msg.text), eng)
-        msg.doc = doc
+    tokens = [nlp.make_doc(m.text) for m in messages]
+    chosen = [i for i, (m, d) in enumerate(zip(messages, tokens, strict=True))
+              if len(d) <= MAX_PARSED_TOKENS and not unparsed(m.speaker)]
+    parsed = dict(zip(chosen, nlp.pipe(tokens[i] for i in chosen), strict=True))
+    for i, msg in enumerate(messages):
+        fill_tokens(msg, tokens[i], eng)
+        msg.doc = parsed.get(i)
     return messages
 
 
