@@ -151,7 +151,7 @@ def add(
     for r in result["results"]:
         table.add_row(r["event"], r["memory"], r["id"][:8])
     relations = result.get("relations") or {}
-    counts = ", ".join(f"{len(relations.get(k) or [])} {k}" for k in ("added", "superseded", "rejected"))
+    counts = ", ".join(f"{len(relations.get(k) or [])} {k}" for k in ("added", "superseded", "ended", "rejected"))
     table.caption = f"facts: {counts}" if relations else None
     _emit(result, as_json, table)
 

@@ -100,7 +100,8 @@ def test_every_memory_operation_over_http(api: Api) -> None:
     a = api("a")
     out = add(a, "I am allergic to peanuts", metadata={"source": "chat"})
     mid = out["results"][0]["id"]
-    assert out["results"][0]["event"] == "ADD" and out["relations"] == {"added": [], "superseded": [], "rejected": []}
+    assert out["results"][0]["event"] == "ADD" and out["relations"] == {"added": [], "superseded": [], "ended": [],
+                                                                  "rejected": []}
     assert "chunks" not in out  # the fields the engine returned, no invented nulls
 
     got = a.get(f"/v1/memories/{mid}").json()

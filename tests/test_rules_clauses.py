@@ -5,9 +5,11 @@ for plain nouns; and "I" of an unnamed user turn as the scope's user."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from graphmem import Memory
 from graphmem.extraction import ExtractionContext, RuleExtractor
 from graphmem.extraction.rules.clauses import definition_examples
 from graphmem.ontology import Ontology
@@ -63,3 +65,24 @@ def test_definition_examples() -> None:
     assert definition_examples("A medicine a person takes: insulin, metformin, an inhaler, vitamin D.") == \
         ["insulin", "metformin", "inhaler", "vitamin d"]
     assert definition_examples("No examples here.") == []
+
+
+def test_an_ended_relation_closes_the_stored_fact(tmp_path: Path) -> None:
+    """"I quit Acme in May" closes the stored worksFor Acme in May (reported under ``ended``); a relation
+    said to have ended with nothing stored is written closed: history, not a current fact."""
+    with Memory.from_config({"store": {"path": str(tmp_path / "m.db")}, "embedder": {"provider": "hashing"}}) as m:
+        m.add([{"role": "user", "content": "I work at Acme as a welder.", "name": "Kari"}], user_id="kari",
+              timestamp="2026-01-10T09:00:00Z")
+        out = m.add([{"role": "user", "content": "I quit Acme in May.", "name": "Kari"}], user_id="kari",
+                    timestamp="2026-06-02T09:00:00Z")
+        assert [(e["relation"], e["target"], e["valid_to"][:10]) for e in out["relations"]["ended"]] == \
+            [("worksFor", "Acme", "2026-05-01")]
+        assert not [f for f in m.facts(user_id="kari")["results"] if f["relation_name"] == "gm:worksFor"]
+        closed = [f for f in m.facts(user_id="kari", include_closed=True)["results"]
+                  if f["relation_name"] == "gm:worksFor"]
+        assert [(f["valid_from"][:10], f["valid_to"][:10]) for f in closed] == [("2026-01-10", "2026-05-01")]
+        m.add([{"role": "user", "content": "I used to work at Norrbrook.", "name": "Kari"}], user_id="kari",
+              timestamp="2026-06-03T09:00:00Z")
+        past = [f for f in m.facts(user_id="kari", include_closed=True)["results"]
+                if f["relation_name"] == "gm:worksFor" and f["target"]["name"] == "Norrbrook"]
+        assert len(past) == 1 and past[0]["valid_to"] is not None

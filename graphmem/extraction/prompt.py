@@ -60,6 +60,7 @@ relation or class: a fact no relation captures stays a memory only.
 - source, target: entity names from your entities; for an xsd literal target, its lexical form (date \
 YYYY-MM-DD, dateTime ISO 8601, integer digits, decimal 12.5, boolean true/false, anyURI absolute URL).
 - valid_from: YYYY-MM-DD from which it holds, if stated (the date of a move); else null.
+- valid_to: YYYY-MM-DD on which it ended, if the text says it ended ("I left Acme in May"); else null.
 - memory: 0-based index of the memory that states it.
 
 Numbers in [brackets] refer to the existing memories and known entities at the end; use no others."""

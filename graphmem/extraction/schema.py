@@ -46,6 +46,8 @@ class ExtractedTriple(_Strict):
     relation: str = Field(description="Ontology relation (local name, e.g. 'worksFor', 'livesIn').")
     target: str = Field(description="Object entity name, or a literal value for datatype relations.")
     valid_from: str | None = Field(None, description="ISO-8601 date from which the fact holds, if stated.")
+    valid_to: str | None = Field(None, description="ISO-8601 date on which the fact stopped holding, if the text "
+                                 "says it ended (\"I left Acme in May\"); null while it holds.")
     memory: int | None = Field(None, description="Index (0-based) of the extracted memory that states it.")
 
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..embedding import Embedder
 from ..errors import InvalidInputError, clip, short
@@ -62,6 +62,9 @@ class TripleInput(BaseModel):
     source_type: str | None = None
     target_type: str | None = None
     valid_from: datetime | str | None = None
+    valid_to: datetime | str | None = None
+    """When the fact stopped holding, if it is stated as ended ("I left Acme in May"): the open stored
+    fact is closed then, or the fact is written closed (history, not a current value)."""
 
     @field_validator("source", "relation", "source_type", "target_type")
     @classmethod
@@ -87,13 +90,20 @@ class TripleInput(BaseModel):
             raise ValueError(f"target {value!r} is not a finite number")
         return float(value)
 
-    @field_validator("valid_from")
+    @field_validator("valid_from", "valid_to")
     @classmethod
-    def _valid_from(cls, value: datetime | str | None) -> datetime | str | None:
+    def _valid_time(cls, value: datetime | str | None, info: ValidationInfo) -> datetime | str | None:
         """Kept as given (the quarantine shows what was said), but it must be a time both backends hold."""
         if value is not None:
-            _parse_dt(value, what="valid_from")
+            _parse_dt(value, what=info.field_name or "time")
         return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TripleInput:
+        if self.valid_from is not None and self.valid_to is not None and \
+                _parse_dt(self.valid_to, what="valid_to") < _parse_dt(self.valid_from, what="valid_from"):
+            raise ValueError(f"valid_to {self.valid_to} is before valid_from {self.valid_from}")
+        return self
 
     def as_given(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -142,11 +152,13 @@ class GraphPlan:
     change: GraphWrite = field(default_factory=GraphWrite)
     added: list[dict[str, Any]] = field(default_factory=list)
     superseded: list[dict[str, Any]] = field(default_factory=list)
+    ended: list[dict[str, Any]] = field(default_factory=list)
+    """Stored facts closed because the text said they ended."""
     rejected: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
 
     def summary(self) -> dict[str, list[dict[str, Any]]]:
-        return {"added": self.added, "superseded": self.superseded, "rejected": self.rejected}
+        return {"added": self.added, "superseded": self.superseded, "ended": self.ended, "rejected": self.rejected}
 
 
 Mention = tuple[str, str | None, Sequence[str]]
@@ -200,6 +212,8 @@ class _Item:
     memory_ids: list[str]
     closes: list[Relation] = field(default_factory=list)
     valid_to: datetime | None = None
+    ended: bool = False
+    """``valid_to`` was stated: the fact is said to have ended, not closed by a later value."""
     quarantine_id: str | None = None
     twin: str | None = None
     """Id of the stored open fact this item states again (maybe closed by a later value of the same
@@ -357,17 +371,22 @@ class GraphPlanner:
         times = req.times or [req.default_time] * len(req.triples)
         for t, kind, support, default in zip(req.triples, kinds, req.supports, times, strict=True):
             rel = onto.relation_info(t.relation)
+            until = _parse_dt(t.valid_to, what="valid_to") if t.valid_to is not None else None
             when = _parse_dt(t.valid_from, what="valid_from") if t.valid_from is not None else (default or req.now)
+            if until is not None and t.valid_from is None and when > until:
+                when = until  # started no later than it ended; the start itself is unknown
             domain = rel.domain if rel and len(rel.domain) == 1 else ()
             src = resolver.entity(t.source, t.source_type, domain)
             if kind == "datatype" and rel is not None:
                 dt = rel.range[0] if len(rel.range) == 1 else None
                 lit = TypedLiteral(_lexical(t.target), dt)
-                items.append(_Item(t, rel.iri, True, src, None, lit, when, list(support)))
+                items.append(_Item(t, rel.iri, True, src, None, lit, when, list(support),
+                                   valid_to=until, ended=until is not None))
             else:
                 rng = rel.range if rel and len(rel.range) == 1 else ()
                 tgt = resolver.entity(str(t.target), t.target_type, rng)
-                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, list(support)))
+                items.append(_Item(t, rel.iri if rel else None, False, src, tgt, None, when, list(support),
+                                   valid_to=until, ended=until is not None))
         for it in items:  # entities may have gained classes after an item captured them
             it.source = resolver.by_id[it.source.id]
             if it.target is not None:
@@ -413,7 +432,7 @@ class GraphPlanner:
         open_facts = {(r.source_id, r.relation, (r.target_id, r.value)): r.id for r in ctx.relations
                       if r.valid_to is None and r.id not in closed}
         for it in items:
-            if it.twin is None and it.valid_to is None:
+            if it.twin is None and (it.valid_to is None or it.ended):
                 it.twin = open_facts.get((it.source.id, it.relation or "", _object(it)))
         for it in items:  # a closed fact's other end changes too: the store locks it
             for r in it.closes:
@@ -464,7 +483,7 @@ class GraphPlanner:
         by_key: dict[tuple[str, str], list[int]] = {}
         for i, it in enumerate(items):
             rel = self.ontology.relations.get(it.relation or "")
-            if rel is not None and rel.functional:
+            if rel is not None and rel.functional and not it.ended:
                 by_key.setdefault((it.source.id, rel.iri), []).append(i)
         groups = [sorted(g, key=lambda i: (items[i].valid_from, i)) for g in by_key.values()]
         replaced: set[str] = set()
@@ -539,6 +558,14 @@ class GraphPlanner:
         if twin is not None:
             twin.memory_ids.extend(m for m in it.memory_ids if m not in twin.memory_ids)
             return
+        name = self.ontology.relations[it.relation].name
+        if it.ended and it.twin is not None:  # the stored open fact is said to have ended
+            assert it.valid_to is not None
+            out.change.closes.append((it.twin, it.valid_to))
+            out.ended.append({"id": it.twin, "source": it.source.name, "relation": name,
+                              "target": it.target.name if it.target else it.literal.value if it.literal else None,
+                              "valid_to": json_time(it.valid_to)})
+            return
         rel = Relation(
             **({"id": it.twin} if it.twin else {}),
             source_id=it.source.id, relation=it.relation, target_id=it.target.id if it.target else None,
@@ -547,7 +574,7 @@ class GraphPlanner:
             user_id=scope.user_id, agent_id=scope.agent_id, run_id=scope.run_id,
         )
         out.change.relations.append(rel)
-        summary = {"id": rel.id, "source": it.source.name, "relation": self.ontology.relations[it.relation].name,
+        summary = {"id": rel.id, "source": it.source.name, "relation": name,
                    "target": it.target.name if it.target else it.literal.value if it.literal else None}
         out.added.append(summary)
         for old in it.closes:

@@ -333,7 +333,7 @@ class Ingestor:
             for t in asked[question]:
                 try:
                     triple = TripleInput(source=t.source, relation=t.relation, target=t.target,
-                                         valid_from=_maybe_iso(t.valid_from))
+                                         valid_from=_maybe_iso(t.valid_from), valid_to=_maybe_iso(t.valid_to))
                 except (ValueError, InvalidInputError) as exc:
                     log.warning("repaired triple dropped, not a valid triple: %s", exc)
                     continue
@@ -426,6 +426,7 @@ class Ingestor:
             try:
                 triple = TripleInput.model_validate(
                     {"source": src, "relation": t.relation, "target": tgt, "valid_from": _maybe_iso(t.valid_from),
+                     "valid_to": _maybe_iso(t.valid_to),
                      "source_type": types.get(norm_name(src)), "target_type": types.get(norm_name(tgt))},
                     context={"max_chars": limits.max_entity_chars})
             except (ValueError, InvalidInputError) as exc:
@@ -538,9 +539,10 @@ class _Batch:
         by_fact = {r.id: told(r.memory_ids) for r in plan.change.relations}
         by_entry = {q.id: told(q.memory_ids) for q in plan.change.quarantine}
         out: dict[int, dict[str, list[dict[str, Any]]]] = {
-            n: {"added": [], "superseded": [], "rejected": []} for n in self.items}
+            n: {"added": [], "superseded": [], "ended": [], "rejected": []} for n in self.items}
         for key, entries, owners_of, field_ in (("added", plan.added, by_fact, "id"),
                                                 ("superseded", plan.superseded, by_fact, "by"),
+                                                ("ended", plan.ended, {}, "id"),  # told to every request
                                                 ("rejected", plan.rejected, by_entry, "quarantine_id")):
             for e in entries:
                 for n in sorted(owners_of.get(e[field_]) or self.items):
@@ -550,7 +552,8 @@ class _Batch:
 
 def _as_extracted(t: TripleInput) -> ExtractedTriple:
     return ExtractedTriple(source=t.source, relation=t.relation, target=str(t.target),
-                           valid_from=str(t.valid_from) if t.valid_from is not None else None)
+                           valid_from=str(t.valid_from) if t.valid_from is not None else None,
+                           valid_to=str(t.valid_to) if t.valid_to is not None else None)
 
 
 def _maybe_time(value: str | None) -> datetime | None:

@@ -39,7 +39,7 @@ def update(ingestor: Ingestor, memory_id: str, scope: Scope, text: str | None, m
     record, relink = replanning(parts.config.store.conflict_retries, attempt, key=(id(store), *scope.items()))
     if record is None:
         raise _missing(memory_id, scope)
-    relations = relink.summary() if relink else {"added": [], "superseded": [], "rejected": []}
+    relations = relink.summary() if relink else {"added": [], "superseded": [], "ended": [], "rejected": []}
     return {**record.public(), "event": EventType.UPDATE.value, "relations": relations}
 
 

@@ -90,6 +90,8 @@ class AddedMemory(_Response):
 class RelationsSummary(_Response):
     added: list[dict[str, Any]]
     superseded: list[dict[str, Any]]
+    ended: list[dict[str, Any]] = []
+    """Stored facts the text said had ended ("I left Acme in May"), closed on that date."""
     rejected: list[dict[str, Any]]
     """Quarantined triples with their reasons (see ``GET /v1/quarantine``)."""
 

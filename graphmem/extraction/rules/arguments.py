@@ -8,6 +8,7 @@ entities' types and records which entities a triple used.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -268,9 +269,10 @@ def _language_of(res: Resources, ctx: SentenceView, country: str, rel: RelationI
 
 
 def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, target: str, *,
-         literal: bool = False) -> ExtractedTriple | None:
+         literal: bool = False, ended: bool = False) -> ExtractedTriple | None:
     """The triple, if its endpoints' types fit the relation's domain and range; ``target`` is an entity key,
-    or the value itself when ``literal``. Dated by the sentence's first time phrase not used as a value."""
+    or the value itself when ``literal``. Dated by the sentence's first time phrase not used as a value:
+    its start, or, when ``ended`` ("I left Acme in May"), its end (the reference time without one)."""
     state = ctx.state
     src = state.entities.get(source)
     if src is None or source == target:
@@ -291,6 +293,17 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         _infer_type(res, dst, rel.range)
     ctx.endpoints.add(source)
     _infer_type(res, src, rel.domain)
-    valid = next((t.iso for t in ctx.sent.times if t.start not in ctx.literal_times), None)
+    times = [t for t in ctx.sent.times if t.start not in ctx.literal_times]
+    ends = [t for t in times if _UNTIL.match(t.text) or _UNTIL_BEFORE.search(ctx.sent.text[:t.start])]
+    starts = [t for t in times if t not in ends]
+    valid = starts[0].iso if starts else None
+    until = ends[0].iso if ends else None
+    if ended and until is None:  # "I left Acme in May": the time is the end; none said: by now
+        valid, until = None, valid or state.context.reference_time.date().isoformat()
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
-                           memory=ctx.sent.memory if ctx.sent.memory >= 0 else None)
+                           valid_to=until, memory=ctx.sent.memory if ctx.sent.memory >= 0 else None)
+
+
+_UNTIL: Final = re.compile(r"(?:until|till|til|through|up to)\b", re.IGNORECASE)
+_UNTIL_BEFORE: Final = re.compile(r"\b(?:until|till|til|through|up to)\s+(?:the\s+)?$", re.IGNORECASE)
+"""Opening a time phrase or right before it: when the fact ended ("worked there until March")."""

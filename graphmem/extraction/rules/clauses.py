@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 _SKIP_LEMMAS: Final = frozenset({"a", "an", "the", "be"})
 HEDGES: Final = frozenset({"maybe", "perhaps", "possibly", "probably", "might", "may", "could", "would",
                             "should", "if", "whether", "hopefully", "supposedly"})
-_PAST_ONLY: Final = frozenset({"anymore", "formerly", "previously", "once"})
+_ENDED_MARKS: Final = frozenset({"anymore", "formerly", "previously", "longer"})
+"""Adverbs that say a relation held and no longer does ("not anymore", "no longer", "formerly")."""
+END_VERBS: Final = frozenset({"leave", "quit", "stop", "resign", "retire", "finish", "drop", "cancel", "end"})
+"""Verbs that end what their object names: "I quit Acme", "I stopped taking metformin"."""
 LIGHT: Final = frozenset({"have", "take", "get", "go", "make", "do", "keep", "eat", "run", "see", "be", "use",
                            "put", "give", "come", "know", "hold", "play", "start", "join", "visit", "follow"})
 """Verbs too common to type a plain noun by themselves: "I take metformin" names a medication, "I take the
@@ -44,7 +47,8 @@ _OBJ: Final = ("dobj", "attr", "oprd")
 class ClauseLexicon:
     """Predicate key (lemmas) -> relations with a surface form of that key, most specific first."""
 
-    keys: dict[tuple[str, ...], list[RelationInfo]] = field(default_factory=dict)
+    keys: dict[tuple[str, ...], list[tuple[RelationInfo, bool]]] = field(default_factory=dict)
+    """Key -> (relation, whether its surface form is in the past tense: "lived in" against "lives in")."""
     examples: dict[str, str] = field(default_factory=dict)
     """Lowercase example -> class, from the examples a class's definition lists after its colon
     ("... a medicine or supplement: insulin, metformin, an inhaler")."""
@@ -62,17 +66,21 @@ class ClauseLexicon:
                 if not key:
                     continue
                 rels = lex.keys.setdefault(key, [])
-                if p.relation not in rels:
-                    rels.append(p.relation)
+                if (p.relation, p.past) not in rels:
+                    rels.append((p.relation, p.past))
         for rels in lex.keys.values():
-            rels.sort(key=lambda r: (-depth.get(r.iri, 0), r.iri))
+            rels.sort(key=lambda r: (-depth.get(r[0].iri, 0), r[0].iri))
         for info in onto.classes.values():
             for example in definition_examples(info.definition):
                 lex.examples.setdefault(example, info.name)
         return lex
 
-    def lookup(self, key: tuple[str, ...]) -> list[RelationInfo]:
-        return self.keys.get(key, [])
+    def lookup(self, key: tuple[str, ...], past: bool) -> list[RelationInfo]:
+        """Relations of the key, those whose form agrees in tense first ("I lived in" -> lived in, "I'm
+        moving to" -> moving to, "I moved to" -> lives in)."""
+        found = self.keys.get(key, [])
+        agree = [r for r, p in found if p == past]
+        return list(dict.fromkeys([*agree, *(r for r, _ in found)]))
 
     def is_generic(self, key: tuple[str, ...]) -> bool:
         """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
@@ -101,22 +109,67 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     out: list[ExtractedTriple] = []
     s, e = ctx.sent.start, ctx.sent.end
     for tok in doc[s:e]:
-        if tok.i in used or tok.pos_ not in ("VERB", "AUX", "ADJ") or _negated_or_hedged(tok):
+        if tok.i in used or tok.pos_ not in ("VERB", "AUX", "ADJ"):
+            continue
+        state = _state(tok)
+        if state == "unsaid":
             continue
         subjects = _subjects(ctx, tok)
         if not subjects:
             continue
-        for key, obj_tok, generic in _frames(tok):
-            rels = lex.lookup(key)
+        pred, ended = tok, state == "ended"
+        inner = _ended_verb(tok)
+        if inner is not None:  # "I stopped taking metformin": the inner predicate, ended
+            pred, ended = inner, True
+        past = pred.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" and c.dep_ == "aux" for c in pred.children)
+        for key, obj_tok, generic in _frames(pred):
+            rels = lex.lookup(key, past)
+            if not rels and pred.lemma_.lower() in END_VERBS:
+                rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
                 continue
+            ended = ended or pred.lemma_.lower() in END_VERBS
             for subj in subjects:
                 for obj in _conjuncts(obj_tok):
-                    t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key))
+                    t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended)
                     if t is not None:
                         out.append(t)
                         used.add(tok.i)
     return out
+
+
+def ended_before(words: list[str], first: int, start: int, end: int) -> bool:
+    """Whether a relation written at ``first`` is said to have ended: "used to" or "no longer" just
+    before it, or "anymore", "formerly", "previously" in the sentence (lowercase words)."""
+    before = words[max(start, first - 3):first]
+    return ("used" in before and "to" in before) or "longer" in before or \
+        bool(_ENDED_MARKS & set(words[start:end]) - {"longer"})
+
+
+def _ended_verb(pred: Token) -> Token | None:
+    """The verb an ending verb governs ("stopped taking", "quit working at"), if any."""
+    if pred.lemma_.lower() not in END_VERBS:
+        return None
+    return next((c for c in pred.children if c.dep_ in ("xcomp", "dobj") and c.pos_ == "VERB"), None)
+
+
+def _ended_relations(res: Resources, ctx: SentenceView, subjects: list[str], obj: Token) -> list[RelationInfo]:
+    """What "I left Norrbrook" ends: the one most specific relation the subject's and the object's
+    classes admit (a person and a company: works for); none when the classes leave a choice."""
+    key = _entity_at(ctx, obj)
+    ent = ctx.state.entities.get(key) if key is not None else None
+    src = ctx.state.entities.get(subjects[0])
+    if ent is None or ent.type is None or src is None or src.type is None:
+        return []
+    lex = res.lexicon
+    fits = [r for r in res.ontology.relations.values() if r.kind == "object"
+            and lex.compatible(src.type, r.domain) and lex.compatible(ent.type, r.range)
+            and all(d in res.ontology.classes for d in (*r.domain, *r.range))]
+    if not fits:
+        return []
+    depth = max(len(r.super_properties) for r in fits)
+    deepest = [r for r in fits if len(r.super_properties) == depth]
+    return deepest if len(deepest) == 1 and depth > 0 else []
 
 
 def _frames(pred: Token) -> Iterator[tuple[tuple[str, ...], Token, bool]]:
@@ -157,16 +210,19 @@ def _pobj(prep: Token) -> Token | None:
     return next((c for c in prep.children if c.dep_ in ("pobj", "pcomp")), None)
 
 
-def _negated_or_hedged(pred: Token) -> bool:
-    for c in pred.children:
-        low = c.lower_
-        if c.dep_ == "neg" or low in HEDGES or low in _PAST_ONLY:
-            return True
-        if c.dep_ == "aux" and low in ("used",):
-            return True
+def _state(pred: Token) -> str:
+    """``said`` (the clause states its relation), ``ended`` ("no longer", "not anymore", "used to",
+    "formerly") or ``unsaid`` (negated or hedged: "don't", "maybe", "might")."""
+    kids = list(pred.children)
     head = pred.head
-    return head is not pred and pred.dep_ in ("xcomp", "ccomp") and any(
-        c.dep_ == "neg" or c.lower_ in HEDGES for c in head.children)
+    if head is not pred and pred.dep_ in ("xcomp", "ccomp"):
+        kids += list(head.children)  # "I used to work at", "I don't think I live"
+    lows = {c.lower_ for c in kids}
+    if lows & _ENDED_MARKS or (head.lower_ == "used" and pred.dep_ == "xcomp"):
+        return "ended"
+    if any(c.dep_ == "neg" for c in kids) or lows & HEDGES:
+        return "unsaid"
+    return "said"
 
 
 def _subjects(ctx: SentenceView, pred: Token) -> list[str]:
@@ -221,7 +277,7 @@ def _mention_key(ctx: SentenceView, tok: Token) -> str | None:
 
 
 def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj: str, obj: Token,
-               generic: bool) -> ExtractedTriple | None:
+               generic: bool, *, ended: bool = False) -> ExtractedTriple | None:
     """The first relation (most specific first) whose domain and range the endpoints fit. A plain noun
     needs a class of its own unless any thing fits the range; after a light verb ("I have two kids,
     Leo and Mia") every object needs one, and a person never fits."""
@@ -242,7 +298,7 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
                 continue
         elif plain and not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
             continue
-        t = make(res, ctx, subj, rel, target)
+        t = make(res, ctx, subj, rel, target, ended=ended)
         if t is not None:
             return t
     return None

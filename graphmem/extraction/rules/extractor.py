@@ -111,7 +111,10 @@ def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
         _remember_person(res, state, sent)
     out: dict[tuple[str, str, str], ExtractedTriple] = {}
     for s in said:
-        out.setdefault((s.triple.source, s.triple.relation, s.triple.target), s.triple)
+        key = (s.triple.source, s.triple.relation, s.triple.target)
+        first = out.setdefault(key, s.triple)
+        if s.triple.valid_to is not None and first.valid_to is None:  # "I work at Acme. I quit in May."
+            out[key] = first.model_copy(update={"valid_to": s.triple.valid_to})
     return list(out.values())
 
 

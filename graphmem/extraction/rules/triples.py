@@ -169,8 +169,9 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
             out += [t for subj in subjs if (t := make(res, ctx, subj, rel, value, literal=True)) is not None]
         return out
     light = len(p.lemmas) == 1 and p.lemmas[0] in clauses.LIGHT  # "take" + a plain noun: the clause reader
+    ended = clauses.ended_before(msg.lowers, first, ctx.sent.start, ctx.sent.end)  # "I used to work at"
     for subj in subjs:
-        out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap, plain=not light)
+        out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap, plain=not light, ended=ended)
     return out
 
 
@@ -194,9 +195,9 @@ def _holder(ctx: SentenceView, first: int) -> str | None:
 
 
 def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: str, k: int, *,
-                    swap: bool, plain: bool = True) -> list[ExtractedTriple]:
+                    swap: bool, plain: bool = True, ended: bool = False) -> list[ExtractedTriple]:
     """One triple per object from ``k`` (only the first for a functional relation); ``plain``: a
-    lowercase noun phrase may be the object where the relation allows one."""
+    lowercase noun phrase may be the object where the relation allows one; ``ended``: said to hold no more."""
     out: list[ExtractedTriple] = []
     found = objects(res, ctx, k, allow_np=plain and res.np_ok[rel.iri])
     if found and (allergy := _allergy(res, ctx, rel, found[0])) is not None:
@@ -208,7 +209,7 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
         rel = home
     for obj in found[:1] if rel.functional else found:
         src, dst = (obj, subj) if swap else (subj, obj)
-        t = make(res, ctx, src, rel, dst)
+        t = make(res, ctx, src, rel, dst, ended=ended)
         if t is not None:
             out.append(t)
             if not swap and (placed := place_after(res, ctx, rel, obj, k)) is not None:
