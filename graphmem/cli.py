@@ -134,6 +134,8 @@ def add(
     text: Annotated[str, typer.Argument(help="Text to remember; '-' reads standard input.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     role: Annotated[str, typer.Option(help="Message role.")] = "user",
+    speaker: Annotated[str | None, typer.Option(help="Who says it: whom 'I' in the text is (default: the user).")]
+    = None,
     metadata: Annotated[str | None, typer.Option(help="Metadata as a JSON object.")] = None,
     infer: Annotated[bool, typer.Option(help="Extract memories and facts (else store the text verbatim).")] = True,
     expires_at: Annotated[str | None, typer.Option(help="ISO time after which search skips it.")] = None,
@@ -144,7 +146,7 @@ def add(
     meta = _json_arg(metadata, "--metadata")
     with _memory(config) as m:
         result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta, infer=infer,
-                                    expires_at=expires_at, **_scope(user_id, agent_id, run_id)))
+                                    expires_at=expires_at, speaker=speaker, **_scope(user_id, agent_id, run_id)))
     table = Table(title="add")
     for col in ("event", "memory", "id"):
         table.add_column(col, overflow="fold")

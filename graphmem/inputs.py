@@ -39,7 +39,12 @@ def when(value: object, name: str) -> datetime | None:
     return parse_datetime(value, what=name)  # type: ignore[arg-type]  # any real number is seconds
 
 
-def messages(messages: MessagesInput, limits: LimitsConfig) -> list[Message]:
+def messages(messages: MessagesInput, limits: LimitsConfig, speaker: str | None = None) -> list[Message]:
+    """The messages of an add, checked; ``speaker`` names the user messages that carry no ``name``
+    (who "I" is in "I live in Oslo")."""
+    speaker = optional_text(speaker, "speaker", limits.max_name_chars)
+    if speaker is not None:
+        check_speaker(speaker, "speaker", limits.max_name_chars)
     if isinstance(messages, str):
         raw: list[Any] = [{"role": "user", "content": messages}]
     elif isinstance(messages, dict):
@@ -68,12 +73,14 @@ def messages(messages: MessagesInput, limits: LimitsConfig) -> list[Message]:
                 "{'role': 'user'|'assistant'|'system'|'tool', 'content': str, 'name'?: str}"
             ) from None
         if message.name:
-            speaker(message.name, f"messages[{i}].name", limits.max_name_chars)
+            check_speaker(message.name, f"messages[{i}].name", limits.max_name_chars)
+        elif speaker is not None and message.role == "user":
+            message = message.model_copy(update={"name": speaker})
         out.append(message)
     return out
 
 
-def speaker(name: str, what: str, max_chars: int) -> None:
+def check_speaker(name: str, what: str, max_chars: int) -> None:
     """A message's ``name`` becomes the memory's ``actor_id`` and a speaker label in extraction
     prompts: one line of valid Unicode, bounded (``limits.max_name_chars``)."""
     if len(name) > max_chars:

@@ -80,7 +80,7 @@ def _batch(size: int) -> int:
 
 
 _ADD_ITEM_KEYS = frozenset({"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type",
-                            "timestamp", "triples", "expires_at"})
+                            "timestamp", "triples", "expires_at", "speaker"})
 """What an ``add_many`` item may hold: ``add``'s arguments."""
 
 _MAX_BATCH = 100_000
@@ -233,6 +233,7 @@ class Memory:
         timestamp: datetime | str | int | float | None = None,
         triples: Sequence[dict[str, Any] | TripleInput] | None = None,
         expires_at: datetime | str | None = None,
+        speaker: str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
@@ -252,11 +253,15 @@ class Memory:
         the graph but quarantined with their reasons (``relations.rejected``; see :meth:`rejected`).
         Everything is written in one transaction. ``expires_at``: after it, search no longer returns
         the memories stored by this call (they stay readable with ``get``/``get_all`` and history).
+        ``speaker``: the name of whoever says the user messages that carry no ``name`` ("I live in
+        Oslo" is then that person's fact); without one, "I" is the scope's user (``user_id``).
+        Text the extractor leaves out (an assistant's turns, small talk, questions to the assistant)
+        is listed under ``skipped`` with its reason.
         """
         now = utcnow()
         request = self._add_request(now, messages, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                     metadata=metadata, infer=infer, memory_type=memory_type, timestamp=timestamp,
-                                    triples=triples, expires_at=expires_at)
+                                    triples=triples, expires_at=expires_at, speaker=speaker)
         out = yield from self._ingestor.add_steps(request, now)
         self._remember(out["results"], request.scope)
         return out
@@ -273,6 +278,7 @@ class Memory:
         infer: bool = True,
         memory_type: MemoryType | str | None = None,
         expires_at: datetime | str | None = None,
+        speaker: str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Many :meth:`add` calls in bulk: a conversation history, an import, an agent's backlog.
 
@@ -296,7 +302,7 @@ class Memory:
             raise InvalidInputError(f"{len(items)} items in one add_many; the limit is "
                                     f"{self.config.limits.max_batch} (limits.max_batch)")
         defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "metadata": metadata, "infer": infer,
-                    "memory_type": memory_type, "expires_at": expires_at}
+                    "memory_type": memory_type, "expires_at": expires_at, "speaker": speaker}
         now = utcnow()
         requests = []
         for i, item in enumerate(items):
@@ -318,7 +324,7 @@ class Memory:
         self, now: datetime, messages: MessagesInput, *, user_id: str | None, agent_id: str | None,
         run_id: str | None, metadata: dict[str, Any] | None, infer: bool, memory_type: MemoryType | str | None,
         expires_at: datetime | str | None, timestamp: datetime | str | int | float | None = None,
-        triples: Sequence[dict[str, Any] | TripleInput] | None = None,
+        triples: Sequence[dict[str, Any] | TripleInput] | None = None, speaker: str | None = None,
     ) -> AddRequest:
         """``add``'s arguments checked (each with a typed error naming it)."""
         limits = self.config.limits
@@ -326,7 +332,7 @@ class Memory:
         expires = inputs.when(expires_at, "expires_at")
         if expires is not None and expires <= now:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
-        msgs = inputs.messages(messages, limits)
+        msgs = inputs.messages(messages, limits, speaker)
         meta = inputs.metadata(metadata, limits)
         mtype = inputs.memory_type(compat.memory_type(memory_type))
         event_time = inputs.when(timestamp, "timestamp")

@@ -57,6 +57,9 @@ def test_the_installed_program_runs(tmp_path: Path) -> None:
     assert denied.returncode == 2 and "NotFoundError" in denied.stderr and not denied.stdout
     refused = run(sys.executable, "-m", "graphmem", "reset")  # the module entry point; reset needs --yes
     assert refused.returncode == 2 and "--yes" in refused.stderr
+    said = run(str(PROGRAM), "add", "I live in Oslo.", "-u", "ann", "--speaker", "Kari", "--json")
+    assert said.returncode == 0, said.stderr  # --speaker: whom "I" is
+    assert [(r["source"], r["target"]) for r in json.loads(said.stdout)["relations"]["added"]] == [("Kari", "Oslo")]
 
 
 def test_cli_mirrors_the_api(tmp_path: Path) -> None:

@@ -404,3 +404,18 @@ def test_http_needs_a_key_bound_to_a_scope(http_server: HttpServer) -> None:
     assert all(x["path"] in ("/mcp", "<unmatched>") for x in requests)
     text = http_server.log.read_text(encoding="utf-8")
     assert not any(key in text for key in http_server.keys.values())
+
+
+def test_add_memory_takes_a_speaker(tmp_path: Path) -> None:
+    """Over the real MCP client: ``speaker`` names whom "I" is, in add_memory and add_memories."""
+    config = write_config("sqlite", tmp_path)
+
+    async def test() -> None:
+        async with stdio(config, "--user-id", "u-17") as c:
+            out = await call(c, "add_memory", text="I live in Oslo.", speaker="Kari")
+            assert [(r["source"], r["target"]) for r in out["relations"]["added"]] == [("Kari", "Oslo")]
+            many = await call(c, "add_memories", items=[{"text": "I work at Statnett.", "speaker": "Kari"},
+                                                        {"text": "I live in Bergen."}])
+            assert [r["source"] for item in many["items"] for r in item["relations"]["added"]] == ["Kari", "u-17"]
+
+    run(test)

@@ -636,3 +636,15 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def test_a_speaker_names_who_i_is(api: Api) -> None:
+    """``speaker`` on a string add: "I live in Oslo" is Kari's fact; without it, the scope's user's."""
+    a = api("a")
+    out = add(a, "I live in Oslo.", infer=True, speaker="Kari")
+    assert [(r["source"], r["relation"], r["target"]) for r in out["relations"]["added"]] == \
+        [("Kari", "livesIn", "Oslo")]
+    out = add(a, "I work at Statnett.", infer=True)
+    assert [r["source"] for r in out["relations"]["added"]] == [api.users["a"]]
+    bad = a.post("/v1/memories", json={"messages": "I live in Oslo.", "speaker": "Ka\u0007ri"})
+    assert "speaker holds a control character" in problem_of(bad, 422, "InvalidInputError")["detail"]

@@ -84,10 +84,11 @@ class NoteIn(BaseModel):
     metadata: Annotated[dict[str, Any] | None, Field(description="JSON metadata stored with it")] = None
     memory_type: Literal["semantic", "episodic", "procedural"] | None = None
     triples: Annotated[list[s.TripleIn] | None, Field(description="Facts to store with it")] = None
+    speaker: Annotated[str | None, Field(description="Who said it: whom 'I' in the text is")] = None
 
     def add_args(self) -> dict[str, Any]:
         args: dict[str, Any] = {"messages": {"role": "user", "content": self.text}, "timestamp": self.timestamp,
-                                "metadata": self.metadata, "memory_type": self.memory_type,
+                                "metadata": self.metadata, "memory_type": self.memory_type, "speaker": self.speaker,
                                 "triples": None if self.triples is None else
                                 [t.model_dump(exclude_none=True) for t in self.triples]}
         return {k: v for k, v in args.items() if v is not None}
@@ -136,13 +137,16 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         triples: Annotated[list[s.TripleIn] | None, Field(
             description="Facts to store with it, e.g. {source: 'Maya', relation: 'lives in', target: 'Lisbon'}; "
                         "facts the ontology refuses are quarantined (see list_rejected)")] = None,
+        speaker: Annotated[str | None, Field(description="Who said it, e.g. 'Kari': whom 'I' in the text is; "
+                                                         "default the user of this scope")] = None,
         *, ctx: Context,
     ) -> Annotated[CallToolResult, s.AddResponse]:
         """Remember something about the user. Returns the memories stored (event ADD, or NONE for an exact
         duplicate) and the facts added, superseded (an old value closed) or rejected by the ontology."""
         facts = None if triples is None else [t.model_dump(exclude_none=True) for t in triples]
         return answer(ctx, lambda m, sc: m.add({"role": "user", "content": text}, metadata=metadata, infer=infer,
-                                                timestamp=timestamp, memory_type=memory_type, triples=facts, **sc))
+                                                timestamp=timestamp, memory_type=memory_type, triples=facts,
+                                                speaker=speaker, **sc))
 
     def add_memories(
         items: Annotated[list[NoteIn], Field(min_length=1, description="The things to remember, oldest first")],

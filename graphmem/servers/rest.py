@@ -174,7 +174,7 @@ def _add_args(req: s.AddRequest, who: Principal) -> dict[str, Any]:
         messages = [msg.model_dump(exclude_none=True) for msg in messages]
     triples = None if req.triples is None else [t.model_dump(exclude_none=True) for t in req.triples]
     return {"messages": messages, "metadata": req.metadata, "infer": req.infer, "memory_type": req.memory_type,
-            "timestamp": req.timestamp, "triples": triples, "expires_at": req.expires_at,
+            "timestamp": req.timestamp, "triples": triples, "expires_at": req.expires_at, "speaker": req.speaker,
             **who.scope(req.user_id, req.agent_id, req.run_id)}
 
 

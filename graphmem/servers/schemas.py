@@ -78,6 +78,9 @@ class AddRequest(Scoped):
     timestamp: When | None = None
     triples: list[TripleIn] | None = None
     expires_at: Iso | None = None
+    speaker: str | None = None
+    """Who says the user messages without a ``name`` ("I live in Oslo" becomes that person's fact);
+    without one, "I" is the scope's user."""
 
 
 class AddedMemory(_Response):
