@@ -86,3 +86,16 @@ def test_an_ended_relation_closes_the_stored_fact(tmp_path: Path) -> None:
         past = [f for f in m.facts(user_id="kari", include_closed=True)["results"]
                 if f["relation_name"] == "gm:worksFor" and f["target"]["name"] == "Norrbrook"]
         assert len(past) == 1 and past[0]["valid_to"] is not None
+
+
+@pytest.mark.parametrize("first", ["I live in Oslo.", "hi, Kari here. I live in Oslo."])
+def test_the_scope_user_is_one_node_whatever_it_is_called_first(tmp_path: Path, first: str) -> None:
+    """"I" before and after the user says their name is one person: the scope's id and the name are
+    both names of one entity, in either order."""
+    with Memory.from_config({"store": {"path": str(tmp_path / "m.db")}, "embedder": {"provider": "hashing"}}) as m:
+        m.add(first, user_id="u-17")
+        m.add("I'm Kari btw. I work at Statnett." if "Kari" not in first else "I work at Statnett.", user_id="u-17")
+        people = [e for e in m.entities(user_id="u-17")["results"] if "gm:Person" in e["types"]]
+        assert len(people) == 1 and {people[0]["name"], *people[0]["aliases"]} == {"u-17", "Kari"}
+        sources = {f["source"]["id"] for f in m.facts(user_id="u-17")["results"]}
+        assert sources == {people[0]["id"]}

@@ -241,10 +241,12 @@ class _Resolver:
         for k, e in stored.items():
             self.by_id.setdefault(e.id, e)
             self.key_to_id[k] = e.id
-        for k, alias_list in self.aliases.items():
+        for k, alias_list in list(self.aliases.items()):
             hit = next((self.key_to_id[norm_name(a)] for a in alias_list if norm_name(a) in self.key_to_id), None)
             if k not in self.key_to_id and hit is not None:
                 self.key_to_id[k] = hit
+                if k in names:  # "Kari" found through its alias "u-17": the stored entity learns "Kari"
+                    alias_list.append(names[k])
         self._similar([k for k in names if k not in self.key_to_id], names, declared)
 
     def _similar(self, keys: list[str], names: dict[str, str], declared: dict[str, str]) -> None:
