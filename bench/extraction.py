@@ -225,6 +225,10 @@ def report(name: str, result: dict[str, Any], worst: int) -> None:
         sp = result["speed"]
         console.print(f"speed: first add {sp['first_add_s']} s; then {sp['messages_per_s']} messages/s "
                       f"({sp['messages']} messages, add time only)")
+    v = result.get("validity")
+    if v and v["rows"]:
+        console.print(f"validity: {v['rows']} stated starts or ends; the fact found for {v['found']}, "
+                      f"with the stated month for {v['dated']}")
     console.print(f"small talk: {small['conversations']} conversations, {small['with_anything_stored']} stored "
                   f"something ({small['memories']} memories, {small['facts']} facts: all false positives)")
     tok = result["tokens"]["per_conversation"]

@@ -216,6 +216,40 @@ def score_memories(gold: Sequence[str], stored: Sequence[Mapping[str, Any]],
                    "extra": [m["memory"] for j, m in enumerate(stored) if j not in sj]}
 
 
+def score_validity(gold: Mapping[str, Any], run: Mapping[str, Any], rels: Relations) -> dict[str, int]:
+    """Gold ``validity`` rows ``[s, r, t, from, to]`` against every stored fact, open or closed: ``found``
+    when a fact of that relation joins those ends, ``dated`` when its ``valid_from`` / ``valid_to``
+    fall in the stated month (only the ones the row states; ``to`` set means the fact must be closed)."""
+    aliases: Mapping[str, Sequence[str]] = gold.get("aliases", {})
+    user = scope_user(gold["id"])
+    keys = {e["id"]: frozenset(norm_name(n) for n in [e["name"], *e.get("aliases", [])])
+            for e in run.get("entities", [])}
+    out = {"rows": 0, "found": 0, "dated": 0}
+    for s, r, tgt, start, end in gold.get("validity", []):
+        s, tgt = (user if s == USER else s), (user if tgt == USER else tgt)
+        out["rows"] += 1
+        src, dst = _gold_keys(s, aliases), _gold_keys(tgt, aliases)
+        canon, swap = rels.canonical(r)
+        if swap:
+            src, dst = dst, src
+        best = 0
+        for f in run.get("facts", []):
+            rel = rels.canonical(str(f["relation_name"]).split(":")[-1])
+            fs = keys.get(f["source"]["id"], frozenset())
+            ft = (keys.get(f["target"]["id"], frozenset()) if f.get("target")
+                  else frozenset({norm_value(f.get("value"))}))
+            if rel[1]:
+                fs, ft = ft, fs
+            if rel[0] != canon or not (src & fs and dst & ft):
+                continue
+            ok = all(given is None or (have is not None and str(have)[:7] == str(given)[:7])
+                     for given, have in ((start, f.get("valid_from")), (end, f.get("valid_to"))))
+            best = max(best, 2 if ok else 1)
+        out["found"] += best >= 1
+        out["dated"] += best == 2
+    return out
+
+
 def score(gold: Iterable[Mapping[str, Any]], runs: Mapping[str, Mapping[str, Any]], rels: Relations) -> dict[str, Any]:
     """Totals, per tag, small talk and per conversation for runs keyed by conversation id."""
     totals = {"triples": Count(), "memories": Count()}
@@ -223,8 +257,11 @@ def score(gold: Iterable[Mapping[str, Any]], runs: Mapping[str, Mapping[str, Any
     rows: list[dict[str, Any]] = []
     small = {"conversations": 0, "with_anything_stored": 0, "memories": 0, "facts": 0}
     tokens = {"prompt": 0, "completion": 0, "calls": 0, "repairs": 0}
+    validity = {"rows": 0, "found": 0, "dated": 0}
     for conv in gold:
         run = runs[conv["id"]]
+        for k, v in score_validity(conv, run, rels).items():
+            validity[k] += v
         t, t_detail = score_triples(conv, run, rels)
         m, m_detail = score_memories(conv["memories"], run.get("memories", []))
         totals["triples"].add(t)
@@ -250,6 +287,7 @@ def score(gold: Iterable[Mapping[str, Any]], runs: Mapping[str, Mapping[str, Any
         "memories": totals["memories"].prf(),
         "memory_threshold": MEMORY_THRESHOLD,
         "smalltalk": small,
+        "validity": validity,
         "errors": sum(1 for r in rows if r["error"]),
         "tokens": tokens | {"per_conversation": {k: round(v / n, 1) if n else 0.0 for k, v in tokens.items()}},
         "per_tag": {tag: {k: c.prf() for k, c in v.items()} for tag, v in sorted(tags.items())},

@@ -89,3 +89,18 @@ def test_user_endpoint_is_the_scope_user(ontology: Ontology) -> None:
            "facts": [{"relation_name": "gm:livesIn", "source": {"id": "u"}, "target": {"id": "o"}}],
            "memories": []}
     assert score(gold, {"u1": run}, relations_of(ontology))["triples"]["tp"] == 1
+
+
+def test_validity_rows_are_found_and_dated(ontology: Ontology) -> None:
+    """A stated end is found on a closed fact and dated by its month; a fact without it is found, not dated."""
+    gold = [{"id": "v1", "tags": [], "memories": [], "triples": [], "aliases": {},
+             "validity": [["Kari", "worksFor", "Norrbrook", None, "2026-01-01"],
+                          ["Kari", "worksFor", "Statnett", "2023-05-01", None],
+                          ["Kari", "livesIn", "Oslo", "2020-01-01", None]]}]
+    run = {"entities": [_entity("k", "Kari"), _entity("n", "Norrbrook"), _entity("s", "Statnett")],
+           "facts": [{"relation_name": "gm:worksFor", "source": {"id": "k"}, "target": {"id": "n"},
+                      "valid_from": "2024-02-01T00:00:00Z", "valid_to": "2026-01-01T00:00:00Z"},
+                     {"relation_name": "gm:employs", "source": {"id": "s"}, "target": {"id": "k"},
+                      "valid_from": "2026-02-01T00:00:00Z", "valid_to": None}],
+           "memories": []}
+    assert score(gold, {"v1": run}, relations_of(ontology))["validity"] == {"rows": 3, "found": 2, "dated": 1}
