@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, noun_phrase
-from .memories import role_of
 from .resources import Resources
+from .state import role_of
 from .words import FIRST_PERSON
 
 if TYPE_CHECKING:
@@ -117,18 +117,16 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         subjects = _subjects(ctx, tok)
         if not subjects:
             continue
-        pred, ended = tok, state == "ended"
-        inner = _ended_verb(tok)
-        if inner is not None:  # "I stopped taking metformin": the inner predicate, ended
-            pred, ended = inner, True
+        ending = tok.lemma_.lower() in END_VERBS  # "I quit Acme"
+        pred = _ended_verb(tok) or tok  # "I stopped taking metformin": the inner predicate, ended
+        ended = state == "ended" or ending
         past = pred.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" and c.dep_ == "aux" for c in pred.children)
         for key, obj_tok, generic in _frames(pred):
             rels = lex.lookup(key, past)
-            if not rels and pred.lemma_.lower() in END_VERBS:
+            if not rels and pred is tok and ending:
                 rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
                 continue
-            ended = ended or pred.lemma_.lower() in END_VERBS
             for subj in subjects:
                 for obj in _conjuncts(obj_tok):
                     t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended)

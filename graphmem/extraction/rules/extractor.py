@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
 from .resources import Resources, load
-from .state import ChunkState, Granularity, Sentence, norm
+from .state import NOT_THE_USER, ChunkState, Granularity, Sentence, norm, role_of
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -65,7 +65,6 @@ class RuleExtractor(Extractor):
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
-        from .memories import NOT_THE_USER, role_of
         from .text import tokenize
 
         res = self.resources

@@ -14,7 +14,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...models import MemoryType
 from ..schema import ExtractedMemory, Skipped
-from .state import Granularity, Sentence
+from .state import NOT_THE_USER, Granularity, Sentence, role_of
 from .words import INTERJECTIONS, PHATIC, English
 
 if TYPE_CHECKING:
@@ -68,13 +68,6 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
     return out, skipped
 
 
-def role_of(label: str | None, roles: dict[str, str]) -> str | None:
-    """The role a speaker label speaks in; a bare role label ("assistant") is its own role."""
-    if label is None:
-        return None
-    return roles.get(label) or (label.casefold() if label.casefold() in _ROLES else None)
-
-
 def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, str],
                 addressed: bool) -> str | None:
     """Why a group of sentences is not worth remembering, or ``None`` to keep it.
@@ -106,8 +99,6 @@ _SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know",
                             "want", "need", "hope", "feel", "thank", "help", "try", "ask", "wonder", "let",
                             "tell", "suppose", "bet", "agree", "understand", "remember", "forget", "note"})
 """Verbs of talking about the talk ("I guess", "I mean", "let me know"): no content of their own."""
-_ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
-NOT_THE_USER: Final = frozenset({"assistant", "system", "tool"})
 _VAGUE: Final = frozenset({"thing", "stuff", "lot", "bit", "time", "way", "idea", "ideas", "question", "help",
                            "problem", "sense", "example", "part", "kind", "sort", "one", "fun", "thanks", "luck",
                            "anything", "something", "everything", "nothing", "tip", "tips", "advice", "suggestion",

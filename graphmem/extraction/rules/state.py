@@ -8,7 +8,7 @@ how "Snow", "the Rank Organisation" and "RANK ORGANISATION" land on one entity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
     from ..schema import ExtractionContext
@@ -17,6 +17,18 @@ if TYPE_CHECKING:
 
 Granularity = Literal["sentence", "message"]
 """A memory per sentence, or per speaker turn (paragraph of plain text)."""
+
+
+ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
+NOT_THE_USER: Final = frozenset({"assistant", "system", "tool"})
+"""Roles whose turns state nothing about the user: not remembered, not parsed, no facts."""
+
+
+def role_of(label: str | None, roles: dict[str, str]) -> str | None:
+    """The role a speaker label speaks in; a bare role label ("assistant") is its own role."""
+    if label is None:
+        return None
+    return roles.get(label) or (label.casefold() if label.casefold() in ROLES else None)
 
 
 def norm(name: str) -> str:
