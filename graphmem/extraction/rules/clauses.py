@@ -22,7 +22,6 @@ from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, noun_phrase
 from .resources import Resources
-from .state import role_of
 from .words import FIRST_PERSON
 
 if TYPE_CHECKING:
@@ -103,8 +102,8 @@ def definition_examples(definition: str | None) -> list[str]:
 def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """Triples of every clause of the sentence whose predicate the surface-form matcher left unclaimed."""
     doc = ctx.sent.msg.doc
-    if doc is None or role_of(ctx.sent.msg.speaker, ctx.state.context.roles) == "assistant":
-        return []  # the assistant's suggestions and read-backs are not facts about the user
+    if doc is None:
+        return []
     lex = res.clauses
     out: list[ExtractedTriple] = []
     s, e = ctx.sent.start, ctx.sent.end

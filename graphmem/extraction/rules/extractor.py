@@ -94,15 +94,17 @@ class RuleExtractor(Extractor):
 
 
 def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
-    """The triples of every statement (questions state nothing), first of each (source, relation, target);
-    a correcting sentence replaces what its speaker said before instead of adding to it."""
+    """The triples of every statement (questions and an assistant's turns state nothing), first of each
+    (source, relation, target); a correcting sentence replaces what its speaker said before instead of
+    adding to it."""
     from . import corrections
     from .arguments import SentenceView
     from .triples import sentence_triples
 
     said: list[corrections.Said] = []
+    roles = state.context.roles
     for sent in state.sentences:
-        if not sent.question:
+        if not sent.question and role_of(sent.msg.speaker, roles) not in NOT_THE_USER:
             found = sentence_triples(res, state, sent)
             if corrections.is_correction(sent):
                 found = corrections.apply(res, SentenceView.of(state, sent), found, said)
