@@ -94,6 +94,11 @@ def test_questions_to_the_assistant_are_not_memories_unless_they_say_something(e
     assert [s.reason for s in result.skipped] == ["question to the assistant", "assistant turn"]
     # between two people (no assistant), a question is part of the conversation and stays
     assert len(run(extractor, "Maya: Can you help me prep for the reviews?", ["Maya"]).memories) == 1
+    # told to an assistant, the weather is not the user's world; the user's own news is
+    chat = run(extractor, "Maya: ugh it's freezing today. My flat in Tromsø has no heating.\nassistant: Oh no!",
+               ["Maya", "assistant"])
+    assert [m.text for m in chat.memories] == ["My flat in Tromsø has no heating."]
+    assert [s.reason for s in chat.skipped] == ["not about the user", "assistant turn"]
 
 
 def test_place_after_an_organization_and_she(extractor: RuleExtractor) -> None:

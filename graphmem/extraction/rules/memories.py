@@ -75,7 +75,8 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
     Not kept: an assistant's (or system's, or tool's) turn; pleasantries only; sentences without
     anything to remember (no name, number or content noun: "Good but chaotic."); and, in a
     conversation with an assistant (or from an unnamed user), questions and requests to it that say
-    nothing about the speaker ("Can you help me prep for their reviews?"); "Any tips for my trip to
+    nothing about the speaker ("Can you help me prep for their reviews?"), and statements about neither
+    the speaker nor anyone or anything named ("ugh it's freezing today"); "Any tips for my trip to
     Porto?" says something, and stays."""
     label = group[0].msg.speaker
     role = role_of(label, roles)
@@ -88,11 +89,15 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
     for s in group:
         asking = to_assistant and (s.question or _request(s))
         asked |= asking
-        if _content(s, names) and (not asking or _about_speaker(s)):
+        if not _content(s, names):
+            continue
+        # told to an assistant, a sentence is kept when it is about the speaker or names someone or
+        # something ("ugh it's freezing today" is neither: the moment, not the user's world)
+        if not to_assistant or _about_speaker(s) or (not asking and _names_something(s, names)):
             kept = True
     if kept:
         return None
-    return "question to the assistant" if asked else "no content"
+    return "question to the assistant" if asked else "not about the user" if to_assistant else "no content"
 
 
 _SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know", "mean", "see", "go", "say",
@@ -125,6 +130,11 @@ def _content(s: Sentence, names: frozenset[str]) -> bool:
         if about and tok.pos_ == "VERB" and tok.lemma_.lower() not in _SAYING:
             return True
     return False
+
+
+def _names_something(s: Sentence, names: frozenset[str]) -> bool:
+    """A proper name other than a speaker's ("Kyoto was before that")."""
+    return any(t.pos_ == "PROPN" and t.lower_ not in names and t.lower_ not in INTERJECTIONS for t in _tokens(s))
 
 
 def _about_speaker(s: Sentence) -> bool:
