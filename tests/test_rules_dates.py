@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -40,3 +40,11 @@ def test_find_times_offsets_and_future_preference() -> None:
 def test_verbs_and_plain_text_are_not_dates() -> None:
     assert find_times("You may go now.", REF) == []
     assert find_times("Nothing temporal here at all.", REF) == []
+
+
+def test_a_plan_in_the_present_progressive_looks_ahead() -> None:
+    """"We're moving to Lyon in August" said in May is next August; "moved" and "since" look back."""
+    ref = datetime(2026, 5, 4, tzinfo=UTC)
+    assert [x.iso for x in find_times("We're moving to Lyon in August.", ref)] == ["2026-08-01"]
+    assert [x.iso for x in find_times("We moved to Lyon in August.", ref)] == ["2025-08-01"]
+    assert [x.iso for x in find_times("I'm living in Lyon since August.", ref)] == ["2025-08-01"]

@@ -54,7 +54,11 @@ _LEADING: Final = re.compile(r"^(?:on|since|during|by|until|before|after|around|
 _IN_UNITS: Final = re.compile(rf"^in (?:the )?(next |past |last )?({_NUM} {_UNIT})$", re.IGNORECASE)
 _DECADE: Final = re.compile(r"the (?:(early|mid|late) )?(\d{2,4})s$", re.IGNORECASE)
 _FUTURE_HINT: Final = re.compile(r"\b(?:will|'ll|going to|gonna|plan(?:ning)? to|next|tomorrow|upcoming|soon|"
-                                 r"coming|shall|intend|hope to|about to)\b", re.IGNORECASE)
+                                 r"coming|shall|intend|hope to|about to)\b"
+                                 r"|(?:\b(?:am|are|is)|'m|'re|'s)\s+(?:\w+ly\s+)?\w+ing\b(?!.*\bsince\b)",
+                                 re.IGNORECASE)
+"""Words that put an ambiguous date ("in August", "on Monday") ahead of the reference time; the
+present progressive too ("we're moving to Lyon in August": a plan), unless "since" says otherwise."""
 _REWRITES: Final = {
     "last weekend": "last saturday", "this weekend": "saturday", "next weekend": "next saturday",
     "past weekend": "last saturday", "coming weekend": "saturday", "previous weekend": "last saturday",
