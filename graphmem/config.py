@@ -149,11 +149,13 @@ class StoreConfig(_Section):
 
 
 class EmbedderConfig(_Section):
-    provider: Literal["auto", "openai", "sentence-transformers", "hashing"] = "auto"
-    """``auto``: OpenAI when ``OPENAI_API_KEY`` is set, else sentence-transformers when installed,
-    else the deterministic hashing embedder."""
+    provider: Literal["auto", "onnx", "openai", "sentence-transformers", "hashing"] = "auto"
+    """``auto``: OpenAI when ``OPENAI_API_KEY`` is set, else ``onnx`` (all-MiniLM-L6-v2 with ONNX
+    Runtime, no PyTorch); a store keeps the embedder it was created with. ``hashing`` (vectors of
+    shared words, for tests) only when named."""
     model: str | None = None
-    """Model name; defaults per provider: ``text-embedding-3-small``, ``all-MiniLM-L6-v2``."""
+    """Model name; defaults per provider: ``text-embedding-3-small``, ``all-MiniLM-L6-v2``. For ``onnx``
+    also a folder holding a BERT sentence-transformers model (``model.safetensors``, ``tokenizer.json``)."""
     dims: int | None = Field(None, ge=8, le=8192)
     """Vector size; hashing defaults to 384, the others report their own."""
     api_key: SecretStr | None = None

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import pytest
 
 from graphmem import ConfigError, MemoryConfig
 from graphmem.config import EmbedderConfig
-from graphmem.embedding import HashingEmbedder, HashingFallbackWarning, create_embedder
+from graphmem.embedding import HashingEmbedder, create_embedder
 
 
 def test_defaults_are_a_working_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -58,16 +59,15 @@ def test_config_file_errors(tmp_path: Path) -> None:
         MemoryConfig.from_file(other)
 
 
-def test_auto_embedder_logs_its_choice(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_embedder_is_minilm_and_logs_its_choice(monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr("graphmem.embedding.local.available", lambda: False)
-    with caplog.at_level(logging.INFO, logger="graphmem"), pytest.warns(HashingFallbackWarning, match="OPENAI_API_KEY"):
+    with caplog.at_level(logging.INFO, logger="graphmem"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: auto never falls back to hashing
         emb = create_embedder(EmbedderConfig(), where="logs-its-choice.db")
-    assert isinstance(emb, HashingEmbedder)
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages[0] == "graphmem embedder: hashing-v1-384 (no API key and no sentence-transformers)"
-    assert messages[1].startswith("graphmem fell back to the hashing embedder for the store at logs-its-choice.db")
-    assert len(messages) == 2
+    assert emb.provider == "onnx" and emb.name == "st:all-MiniLM-L6-v2:384"
+    messages = [r.getMessage() for r in caplog.records if r.name == "graphmem"]
+    assert messages[-1] == "graphmem embedder: st:all-MiniLM-L6-v2:384 via onnx (the default)"
 
 
 def test_hashing_embedder_is_deterministic_and_normalized() -> None:

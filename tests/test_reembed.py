@@ -94,19 +94,21 @@ def _private_config(uri: str, tmp_path: Path, **embedder: Any) -> dict[str, Any]
 
 
 # -- the pin ------------------------------------------------------------------------------------
-def test_auto_falls_back_to_hashing_loudly_once_per_store(tmp_path: Path) -> None:
+def test_a_store_pinned_to_hashing_warns_once_per_store(tmp_path: Path) -> None:
     cfg = {"home": str(tmp_path), "store": {"provider": "sqlite", "path": str(tmp_path / "a.db")}}
+    Memory({**cfg, "embedder": {"provider": "hashing"}}).close()  # chosen, not fallen back to
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        Memory(cfg).close()
+        Memory(cfg).close()  # auto: the store's pin, hashing
         Memory(cfg).close()  # the same store again: no second warning
-    fallback = [w for w in seen if issubclass(w.category, HashingFallbackWarning)]
-    assert len(fallback) == 1
-    assert "graphmem[local]" in str(fallback[0].message) and "OPENAI_API_KEY" in str(fallback[0].message)
+    pinned = [w for w in seen if issubclass(w.category, HashingFallbackWarning)]
+    assert len(pinned) == 1
+    assert "graphmem reembed --embedder onnx" in str(pinned[0].message)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        Memory({**cfg, "store": {"provider": "sqlite", "path": str(tmp_path / "b.db")},
-                "embedder": {"provider": "hashing"}}).close()  # chosen, not fallen back to
+        fresh = Memory({**cfg, "store": {"provider": "sqlite", "path": str(tmp_path / "b.db")}})
+        fresh.close()  # a new store under auto: the default model, no warning
+    assert fresh.embedder.provider == "onnx"
     assert not [w for w in seen if issubclass(w.category, HashingFallbackWarning)]
 
 

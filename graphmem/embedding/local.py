@@ -17,14 +17,6 @@ from .packing import packer
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
-def available() -> bool:
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class SentenceTransformerEmbedder(Embedder):
     provider = "sentence-transformers"
 

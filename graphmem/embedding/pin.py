@@ -49,7 +49,7 @@ class EmbedderPin:
             raise ConfigError(
                 f"the store was created with an embedder of your own, {self.name!r} ({self.dims} "
                 "dimensions): pass it as Memory(embedder=...), or move the store to a built-in one "
-                "with `graphmem reembed --embedder hashing|sentence-transformers|openai`")
+                "with `graphmem reembed --embedder onnx|openai|sentence-transformers|hashing`")
         # only hashing takes its size from config; a model reports its own (and some OpenAI-compatible
         # servers refuse a `dimensions` parameter), so the store's check at open compares it
         dims = self.dims if self.provider == "hashing" else base.dims

@@ -11,9 +11,8 @@ bytes) and every ``*.ttl`` next to them (where local ``owl:imports`` resolve). T
 every file the compile read, imports included, with its SHA-256; a hit re-reads and compares them.
 A changed byte anywhere is a miss.
 
-The folder is ``$GRAPHMEM_CACHE_DIR`` (``off`` disables the cache), else
-``$XDG_CACHE_HOME/graphmem`` or ``~/.cache/graphmem``; it is created 0700 and entries 0600, like the
-store's files. Writing is best effort: a read-only home only costs the compile.
+The folder is ``ontology`` in graphmem's cache folder (:mod:`graphmem.cachedir`); it is created
+0700 and entries 0600, like the store's files. Writing is best effort: a read-only home only costs the compile.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from .. import cachedir
+
 CACHE_FORMAT: Final = 1
 """Bump when what an entry holds changes meaning."""
 KEEP_ENTRIES: Final = 32
@@ -41,15 +42,8 @@ _COMPILER: Final = ("cache.py", "diagnostics.py", "model.py", "naming.py", "sour
 
 def cache_dir() -> Path | None:
     """Where entries live, or ``None`` when caching is off or there is no home to put them in."""
-    env = os.environ.get("GRAPHMEM_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in ("", "off", "0", "false", "no") else Path(env).expanduser() / "ontology"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    try:
-        base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    except RuntimeError:  # no home directory known
-        return None
-    return base / "graphmem" / "ontology"
+    base = cachedir.root()
+    return base / "ontology" if base is not None else None
 
 
 def sha256(data: bytes) -> str:
