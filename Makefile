@@ -77,7 +77,7 @@ bench-peers:  ## mem0 2.2.1 (local Qdrant, offline) and graphmem side by side on
 	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
 	cd /tmp && MEM0_TELEMETRY=False $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $${PEERS_DATA:-$(CURDIR)/../shared/data/locomo-dev.json.gz} --out $(CURDIR)/bench/results/peers.json $(ARGS)
 
-bench-embedding:  ## sentence-transformers per call: encode against the packed forward in float32 and auto (bfloat16 where native); virtualenv of bench-peers
+bench-embedding:  ## all-MiniLM-L6-v2 per call: the default ONNX Runtime embedder against sentence-transformers encode and the packed PyTorch forward; virtualenv of bench-peers
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
 	$(PEERS)/bin/python bench/embedding.py --out bench/results/embedding.json $(ARGS)

@@ -184,7 +184,7 @@ class Memory:
             fields = ", ".join(".".join(map(str, e["loc"])) or "embedder" for e in exc.errors())
             raise InvalidInputError(f"invalid embedder settings: {fields}") from None
         if config.provider == "auto":
-            raise InvalidInputError("reembed needs a provider (openai, sentence-transformers, hashing), not auto")
+            raise InvalidInputError("reembed needs a provider (onnx, openai, sentence-transformers, hashing), not auto")
         return create_embedder(config, where=self._store_label())
 
     @property
@@ -207,6 +207,13 @@ class Memory:
         """A graphmem configuration, or a mem0-style one (translated, with one ``Mem0ConfigWarning``
         naming what has no equivalent; see :mod:`graphmem.mem0`)."""
         return cls(config)
+
+    def warm(self) -> Memory:
+        """Load now what the first ``add`` and ``search`` would load (the compiled ontology and guard,
+        the extractor's models, the embedder's first run), so the first request of a server costs what
+        the hundredth does. ``graphmem serve`` and ``graphmem mcp`` call it before they answer."""
+        self._parts.warm()
+        return self
 
     def close(self) -> None:
         self._access.flush(self.store)
@@ -823,6 +830,10 @@ class AsyncMemory:
 
     async def optimize(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.optimize)
+
+    async def warm(self) -> AsyncMemory:
+        await asyncio.to_thread(self.sync.warm)
+        return self
 
     async def close(self) -> None:
         """Close the async store client, the async OpenAI clients, then the store."""

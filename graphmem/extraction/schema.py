@@ -127,6 +127,10 @@ class Extractor(ABC):
         """Corrected versions of the rejected triples (may be fewer, or none). Default: none."""
         return []
 
+    def warm(self) -> None:  # noqa: B027 - optional: only extractors with local models load anything
+        """Load what the first ``extract`` would (models, tables), so a server's first request costs
+        what its hundredth does. Default: nothing."""
+
     async def aextract(self, chunk: str, context: ExtractionContext) -> Extraction:
         """:meth:`extract` for ``AsyncMemory``: in a worker thread unless the extractor waits on a
         remote model natively (:class:`~graphmem.extraction.llm.LLMExtractor`)."""

@@ -107,6 +107,13 @@ class Parts:
 
         return self._once("extractor", build)
 
+    def warm(self) -> None:
+        """Build every part and run the embedder and the extractor once (see :meth:`Memory.warm`)."""
+        self.planner  # noqa: B018 - builds the ontology and the guard too
+        self.extractor.warm()
+        self.chunk(["user: warm"])
+        self.embedder.embed(["warm"])
+
     def chunk(self, lines: list[str]) -> list[Chunk]:
         """The conversation's lines cut into chunks within the extractor's token budget."""
         def build() -> Any:

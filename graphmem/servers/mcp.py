@@ -352,6 +352,7 @@ def serve(config: MemoryConfig, *, transport: str = "stdio", host: str | None = 
     if transport == "stdio":
         fixed_scope(user_id, agent_id, run_id)  # before the store opens
         with Memory(config) as memory:
+            memory.warm()  # before the client's initialize is read
             create_server(memory, user_id=user_id, agent_id=agent_id, run_id=run_id).run("stdio")
         return
     if transport != "http":
@@ -365,6 +366,7 @@ def serve(config: MemoryConfig, *, transport: str = "stdio", host: str | None = 
     host = host or config.server.host
     port = config.server.port if port is None else port
     memory = Memory(config)  # a store that cannot be opened fails here, in one line
+    memory.warm()  # before the port opens
     lock, closed = threading.Lock(), False
 
     def close_once() -> None:

@@ -517,6 +517,7 @@ def create_app(config: MemoryConfig | dict[str, Any] | None = None, *, insecure_
                 state.startup_error = exc
                 raise
             state.owned = True
+        await run_in_threadpool(state.memory.warm)  # before the first request is accepted
         try:
             yield
         finally:

@@ -62,6 +62,13 @@ class RuleExtractor(Extractor):
     def lexicon(self) -> OntologyLexicon:
         return self.resources.lexicon
 
+    def warm(self) -> None:
+        """One extraction of a probe: spaCy's pipeline, the lexicon and the date parser load on first use."""
+        from datetime import UTC, datetime
+
+        self.extract("user: Hi, Ana here. I moved to Lisbon last May and work for Initech.",
+                     ExtractionContext(self.ontology, datetime.now(UTC), ["user"], roles={"user": "user"}))
+
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
