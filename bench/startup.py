@@ -11,8 +11,10 @@ other work on the machine falls on both alike):
 - ``graphmem --help`` and a few typical commands (``list``, ``search``, ``ontology show``) on a
   small store, wall time of ``python -m graphmem ...``;
 - the first ``add`` + ``search`` of a fresh process on the embedded SQLite store with the hashing
-  embedder, ``infer`` on (no LLM configured: the rule extractor) and off, each on a new store; for
-  this tree also with an empty ontology cache (``cold``), as the very first run after an install.
+  embedder and with the default one (``auto``: all-MiniLM-L6-v2 through ONNX Runtime here, hashing in
+  trees before it), ``infer`` on (no LLM configured: the rule extractor) and off, each on a new store;
+  for this tree also with an empty ontology cache (``cold``), as the very first run after an install.
+  The embedding model's files are the user's (``graphmem models pull``), linked into every cache.
 
 The baseline is ``--baseline-ref`` checked out into a temporary ``git worktree`` and run with
 ``PYTHONPATH`` pointing at it, in the same interpreter and virtualenv. The environment is a user's
@@ -44,7 +46,7 @@ FIRST_USE = """
 import sys, time
 t0 = time.perf_counter()
 from graphmem import Memory, MemoryConfig
-m = Memory(MemoryConfig.load({{'home': sys.argv[1], 'embedder': {{'provider': 'hashing'}}}}))
+m = Memory(MemoryConfig.load({{'home': sys.argv[1], 'embedder': {{'provider': '{embedder}'}}}}))
 m.add('I moved to Lisbon last year and work for Northwind.', user_id='u1', infer={infer})
 m.search('where do I live', user_id='u1')
 print('ELAPSED', time.perf_counter() - t0)
@@ -66,6 +68,7 @@ class Tree:
         self.work = work / name
         self.cache = self.work / "cache"
         self.work.mkdir(parents=True)
+        link_models(self.cache)
 
     def env(self, cache: Path | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_") and k != "OPENAI_API_KEY"}
@@ -79,6 +82,16 @@ class Tree:
         if done.returncode != 0:
             raise RuntimeError(f"{self.name}: {' '.join(args)[:80]} exited {done.returncode}:\n{done.stderr[-2000:]}")
         return done
+
+
+def link_models(cache: Path) -> None:
+    """The user's embedding model files in a bench cache folder: fetched once, not per tree or run."""
+    from graphmem.embedding import files
+
+    models = files.locate(files.DEFAULT_MODEL).parent if files._installed() is None else None
+    cache.mkdir(parents=True, exist_ok=True)
+    if models is not None and not (cache / "models").exists():
+        (cache / "models").symlink_to(models, target_is_directory=True)
 
 
 def wall(tree: Tree, args: list[str], cache: Path | None = None) -> float:
@@ -103,12 +116,15 @@ def in_process(tree: Tree, statement: str) -> float:
     return float(out.rsplit("ELAPSED", 1)[1])
 
 
-def first_use(tree: Tree, infer: bool, cold: bool = False) -> float:
-    """Wall time of a fresh process's first add + search on a new store (``cold``: empty ontology cache)."""
+def first_use(tree: Tree, infer: bool, cold: bool = False, embedder: str = "hashing") -> float:
+    """Wall time of a fresh process's first add + search on a new store (``cold``: empty ontology cache;
+    ``embedder`` ``auto``: what a user gets by default)."""
     home = Path(tempfile.mkdtemp(dir=tree.work, prefix="first-"))
     cache = Path(tempfile.mkdtemp(dir=tree.work, prefix="cold-")) if cold else None
+    if cache is not None:
+        link_models(cache)
     try:
-        return wall(tree, ["-c", FIRST_USE.format(infer=infer), str(home)], cache)
+        return wall(tree, ["-c", FIRST_USE.format(infer=infer, embedder=embedder), str(home)], cache)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         if cache:
@@ -129,6 +145,8 @@ def measurements(tree: Tree) -> dict[str, Callable[[], float]]:
         "graphmem ontology show --json": lambda: wall(tree, [*cli, "ontology", "show", "--json"]),
         "first add+search, infer on": lambda: first_use(tree, True),
         "first add+search, infer off": lambda: first_use(tree, False),
+        "first add+search, default embedder, infer on": lambda: first_use(tree, True, embedder="auto"),
+        "first add+search, default embedder, infer off": lambda: first_use(tree, False, embedder="auto"),
         # the baseline has no ontology cache: for it these are the same runs as above
         "first add+search, infer on, cold cache": lambda: first_use(tree, True, cold=True),
         "first add+search, infer off, cold cache": lambda: first_use(tree, False, cold=True),

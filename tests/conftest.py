@@ -37,11 +37,19 @@ def neo4j_config() -> dict[str, Any]:
 @pytest.fixture(scope="session", autouse=True)
 def _ontology_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Compiled ontologies are cached in the session's temporary folder, not in the user's ~/.cache
-    (child processes the tests start inherit it)."""
+    (child processes the tests start inherit it); the embedding model's files are the user's
+    (``graphmem models pull``, which ``make venv`` runs), linked in, not fetched again."""
     if "GRAPHMEM_CACHE_DIR" in os.environ:
         yield
         return
-    os.environ["GRAPHMEM_CACHE_DIR"] = str(tmp_path_factory.mktemp("ontology-cache"))
+    from graphmem.embedding import files
+
+    models = files.models_dir()
+    cache = tmp_path_factory.mktemp("ontology-cache")
+    if models is not None:
+        models.mkdir(parents=True, exist_ok=True)
+        (cache / "models").symlink_to(models, target_is_directory=True)
+    os.environ["GRAPHMEM_CACHE_DIR"] = str(cache)
     yield
     os.environ.pop("GRAPHMEM_CACHE_DIR", None)
 

@@ -38,6 +38,8 @@ GRAPH_FORMAT: Final = 1
 """Bump when the graph this module builds changes, so cached graphs are rebuilt."""
 BATCH_TOKENS: Final = 8192
 """Padded tokens per forward at most: bounds the attention scores' memory (batch × heads × length²)."""
+MIN_FILL: Final = 0.9
+"""A forward's shortest text is at least this share of its longest (``bench/embedding.py``)."""
 
 
 @dataclass(frozen=True)
@@ -133,14 +135,19 @@ class OnnxEmbedder(Embedder):
 
 
 def _batches(lengths: Sequence[int], most: int) -> Iterator[list[int]]:
-    """Indexes longest first, in runs of at most ``most`` texts and :data:`BATCH_TOKENS` padded tokens."""
+    """Indexes longest first, in runs of at most ``most`` texts and :data:`BATCH_TOKENS` padded tokens,
+    a run ending where the next text is shorter than :data:`MIN_FILL` of the run's width: a padded
+    token costs what a real one does, a forward a little more than a short text."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     start = 0
     while start < len(order):
         width = max(lengths[order[start]], 1)
-        size = max(1, min(most, BATCH_TOKENS // width))
-        yield order[start:start + size]
-        start += size
+        end = start + 1
+        limit = min(len(order), start + max(1, min(most, BATCH_TOKENS // width)))
+        while end < limit and lengths[order[end]] >= width * MIN_FILL:
+            end += 1
+        yield order[start:end]
+        start = end
 
 
 def _graph(folder: Path, spec: BertSpec) -> str | bytes:
