@@ -1,6 +1,6 @@
 """Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
 
-    python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|minilm|NAME]
+    python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
         [--modes vector,fulltext,graph,hybrid,hybrid_minmax,no_graph,mem0] [--k 5,10] [--extract rules|none]
         [--speaker-prefix] [--granularity sentence|message] [--home DIR] [--limit-collections N]
         [--limit-queries N] [--out result.json]
@@ -89,6 +89,8 @@ def build_config(backend: str, embedder: str, home: Path, granularity: str = "se
                  "password": os.environ.get("NEO4J_PASSWORD", "graphmem-test")}
     if embedder == "hashing":
         emb: dict[str, Any] = {"provider": "hashing"}
+    elif embedder == "default":  # what a user gets: all-MiniLM-L6-v2 through ONNX Runtime (no API key)
+        emb = {"provider": "auto"}
     elif embedder == "minilm":
         emb = {"provider": "sentence-transformers", "precision": precision}
     else:
@@ -328,7 +330,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file")
     p.add_argument("--backend", choices=["embedded", "neo4j"], default="embedded")
-    p.add_argument("--embedder", default="hashing", help="hashing, minilm, or a sentence-transformers model name")
+    p.add_argument("--embedder", default="hashing",
+                   help="hashing, default (auto: the ONNX Runtime MiniLM), minilm (sentence-transformers), "
+                        "or a sentence-transformers model name")
     p.add_argument("--modes", default=",".join(ALL_MODES))
     p.add_argument("--k", default="5,10")
     p.add_argument("--precision", choices=["auto", "float32"], default="auto",

@@ -262,6 +262,12 @@ class Guard:
                                    and hasattr(self._shapes, "is_filtered_out_shape"))
             self._ready = True
 
+    def warm(self) -> None:
+        """Parse and compile the shapes and run pySHACL once now (on an empty graph), not in the first write."""
+        self._prepare()
+        if self._shapes is not None:
+            self._validate(Graph(), [], set())
+
     @property
     def plan(self) -> ShapePlan:
         """What the shapes allow the guard to skip (see :mod:`.shapeplan`)."""

@@ -110,6 +110,7 @@ class Parts:
     def warm(self) -> None:
         """Build every part and run the embedder and the extractor once (see :meth:`Memory.warm`)."""
         self.planner  # noqa: B018 - builds the ontology and the guard too
+        self.guard.warm()
         self.extractor.warm()
         self.chunk(["user: warm"])
         self.embedder.embed(["warm"])

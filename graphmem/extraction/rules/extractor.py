@@ -66,7 +66,8 @@ class RuleExtractor(Extractor):
         """One extraction of a probe: spaCy's pipeline, the lexicon and the date parser load on first use."""
         from datetime import UTC, datetime
 
-        self.extract("user: Hi, Ana here. I moved to Lisbon last May and work for Initech.",
+        self.extract("user: Hi, Ana here. I moved to Lisbon last year, on 3 May, and two weeks ago I started at "
+                     "Initech.",
                      ExtractionContext(self.ontology, datetime.now(UTC), ["user"], roles={"user": "user"}))
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
