@@ -533,26 +533,22 @@ DEMO_CONVERSATION = [
      "name": "Maya"},
     {"role": "user", "content": "On weekends I go bouldering with my sister Inês.", "name": "Maya"},
 ]
-DEMO_QUERIES = ["is Maya allergic to anything?", "who is her manager?", "what does she do on weekends?"]
+DEMO_QUERIES = ["what foods should she avoid?", "who is her manager?", "what does she do on weekends?"]
 
 
 @app.command()
 def demo(
     home: Annotated[Path | None, typer.Option(help="Store folder (default: a fresh temporary one).")] = None,
 ) -> None:
-    """Add a short conversation, then search it: embedded store, offline, no API key, no server."""
+    """Add a short conversation, then search it by meaning: embedded store, the default embedder, offline,
+    no API key, no server."""
     import tempfile
-    import warnings
 
-    from .embedding import HashingFallbackWarning
     from .memory import Memory
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))
-    with warnings.catch_warnings():  # the log line says it; the demo means to run without a model
-        warnings.simplefilter("ignore", HashingFallbackWarning)
-        m = Memory({"home": str(folder), "store": {"provider": "sqlite"}})
-    with m:
+    with Memory({"home": str(folder), "store": {"provider": "sqlite"}}) as m:
         console.rule(f"[bold]graphmem demo[/] — {m.info.backend} store at {m.info.location}")
         result = m.add(DEMO_CONVERSATION, user_id="maya", metadata={"source": "demo"})
         console.print(_records_table("stored memories", m.get_all(user_id="maya")["results"]))
