@@ -5,7 +5,8 @@
 
 Every conversation of ``bench/data/extraction-gold.jsonl`` goes through the public API, one ``add``
 (``infer=True``, ``timestamp`` = its reference time) into its own scope of a fresh temporary SQLite
-store, hashing embedder (offline, deterministic). What is then read back (``get_all``, ``facts`` with
+store, with the default embedder (all-MiniLM-L6-v2 offline; ``--embedder hashing`` for the figures
+measured before it was the default). What is then read back (``get_all``, ``facts`` with
 closed ones, ``entities``) is scored: that is what a user gets after chunking, the ontology guard and
 conflict resolution, not the extractor's raw output. Scoring rules: ``bench/extraction_score.py``.
 
@@ -81,7 +82,7 @@ def _config(args: argparse.Namespace, home: Path, base_url: str | None) -> dict[
                 cfg[secret]["api_key"] = key.get_secret_value()
     cfg["home"] = str(home)
     cfg["store"] = {"provider": "sqlite", "path": str(home / "gold.db")}
-    cfg.setdefault("embedder", {"provider": "hashing"})
+    cfg.setdefault("embedder", {"provider": "hashing" if args.embedder == "hashing" else "auto"})
     if args.extractor == "rules":
         cfg["llm"] = {"provider": "none"}
     elif base_url or not args.config:
@@ -175,7 +176,7 @@ def run_baseline(args: argparse.Namespace, gold_path: Path) -> tuple[dict[str, A
     try:
         out = base / "collected.json"
         argv = [sys.executable, str(Path(__file__).resolve()), "--extractor", args.extractor, "--gold",
-                str(gold_path), "--collect-only", str(out), "--model", args.model]
+                str(gold_path), "--collect-only", str(out), "--model", args.model, "--embedder", args.embedder]
         argv += ["--standin"] if args.standin else []
         argv += ["--base-url", args.base_url] if args.base_url else []
         argv += ["--config", str(Path(args.config).resolve())] if args.config else []
@@ -265,6 +266,8 @@ def main() -> None:
     p.add_argument("--model", default="gpt-4o-mini")
     p.add_argument("--standin", action="store_true", help="the suite's stand-in server, in-process (tokens only)")
     p.add_argument("--baseline", help="also run on this commit's code and compare")
+    p.add_argument("--embedder", choices=["default", "hashing"], default="default",
+                   help="default: what a user gets (all-MiniLM-L6-v2 offline); hashing: the figures before issue 38")
     p.add_argument("--limit", type=int, help="only the first N conversations")
     p.add_argument("--worst", type=int, default=8)
     p.add_argument("--out", type=Path)
