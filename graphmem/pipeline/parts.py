@@ -100,8 +100,10 @@ class Parts:
             else:
                 from ..extraction.rules import RuleExtractor
 
+                semantic = self.embedder.provider != "hashing"  # hashing vectors match words, not meaning
                 extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity,
-                                          small_talk=self.config.llm.rules_small_talk)
+                                          small_talk=self.config.llm.rules_small_talk,
+                                          embed=self.embedder.embed if semantic else None)
             log.info("graphmem extractor: %s", extractor.name)
             return extractor
 

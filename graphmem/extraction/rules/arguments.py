@@ -202,9 +202,10 @@ def listed(ctx: SentenceView, k: int) -> list[str]:
     return keys
 
 
-def noun_phrase(res: Resources, ctx: SentenceView, k: int) -> str | None:
-    """A short lowercase noun phrase as an object ("I love painting", "I have a dog"), registered as an entity."""
-    msg, end = ctx.sent.msg, ctx.sent.end
+def noun_phrase(res: Resources, ctx: SentenceView, k: int, last: int | None = None) -> str | None:
+    """A short lowercase noun phrase as an object ("I love painting", "I have a dog"), registered as an entity;
+    ``last``: the parse's head noun, where the phrase ends ("metformin", not "metformin twice")."""
+    msg, end = ctx.sent.msg, ctx.sent.end if last is None else min(ctx.sent.end, last + 1)
     while k < end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
         k += 1
     words: list[int] = []
@@ -218,7 +219,9 @@ def noun_phrase(res: Resources, ctx: SentenceView, k: int) -> str | None:
     if not words:
         return None
     head = msg.lowers[words[-1]]
-    if msg.lemmas[words[-1]] not in res.english.nouns and head not in res.english.nouns:
+    doc = msg.doc
+    if msg.lemmas[words[-1]] not in res.english.nouns and head not in res.english.nouns \
+            and not (doc is not None and doc[words[-1]].pos_ == "NOUN"):  # the parse's noun ("metformin")
         return None
     if head in GENERIC_HEADS or msg.lemmas[words[0]] in _COMMON_VERBS or head in MONTHS or head in WEEKDAYS \
             or head in ("today", "yesterday", "tomorrow", "tonight", "ago"):
@@ -279,6 +282,8 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         return None
     if not res.lexicon.compatible(src.type, rel.domain):
         return None
+    if source == ctx.speaker and src.type is None and not _may_be_a_person(res, rel.domain):
+        return None  # "I take metformin for my diabetes" does not make the speaker a drug
     if literal:
         target_name = target
     else:
@@ -302,6 +307,15 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         valid, until = None, valid or state.context.reference_time.date().isoformat()
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
                            valid_to=until, memory=ctx.sent.memory if ctx.sent.memory >= 0 else None)
+
+
+def _may_be_a_person(res: Resources, allowed: tuple[str, ...]) -> bool:
+    """Whether an untyped speaker may take a class of ``allowed``: always with a person class in the
+    ontology (its types are checked as for anyone); else, with a semantic embedder, when one of those
+    classes is the nearest to "a person" (a patient, not a drug); without one, as before."""
+    if res.lexicon.person_class is not None or res.semantic is None or not allowed:
+        return True
+    return res.semantic.class_within("a person", allowed) is not None
 
 
 _UNTIL: Final = re.compile(r"(?:until|till|til|through|up to)\b", re.IGNORECASE)

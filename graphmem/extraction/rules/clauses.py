@@ -122,6 +122,8 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         past = pred.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" and c.dep_ == "aux" for c in pred.children)
         for key, obj_tok, generic in _frames(pred):
             rels = lex.lookup(key, past)
+            if not rels and res.semantic is not None and not lex.is_generic(key):
+                rels = res.semantic.relations(key)  # a phrasing the ontology does not spell
             if not rels and pred is tok and ending:
                 rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
@@ -287,11 +289,12 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
         if target is None:
             if not res.np_ok[rel.iri] or obj.pos_ not in ("NOUN", "PROPN"):
                 continue
-            target = noun_phrase(res, ctx, _np_start(obj))
+            target = noun_phrase(res, ctx, _np_start(obj), obj.i)
             if target is None:
                 continue
         if generic:
-            if not _typed_for(res, ctx, target, rel) or res.lexicon.is_person(ctx.state.entities[target].type):
+            if not _typed_for(res, ctx, target, rel, strict=True) \
+                    or res.lexicon.is_person(ctx.state.entities[target].type):
                 continue
         elif plain and not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
             continue
@@ -301,15 +304,18 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
     return None
 
 
-def _typed_for(res: Resources, ctx: SentenceView, key: str, rel: RelationInfo) -> bool:
+def _typed_for(res: Resources, ctx: SentenceView, key: str, rel: RelationInfo, *, strict: bool = False) -> bool:
     """Whether a noun phrase has a class of its own within the range: a class word of the ontology
-    ("a project"), or an example the class's definition gives ("diabetes" for a health condition),
+    ("a project"), an example the class's definition gives ("diabetes" for a health condition), or,
+    with a semantic embedder, a class of the range whose names are near it ("penicillin": a drug),
     which the entity then takes as its class."""
     ent = ctx.state.entities.get(key)
     if ent is None:
         return False
     if ent.type is None or ent.rank > 1:
         example = res.clauses.examples.get(ent.key) or res.clauses.examples.get(ent.words[-1] if ent.words else "")
+        if example is None and res.semantic is not None:  # the nearest class by meaning, within the range
+            example = res.semantic.class_within(ent.name, rel.range, strict=strict)
         if example is None:
             return False
         ent.set_type(example, 1)

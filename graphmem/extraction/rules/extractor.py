@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from ...ontology import Ontology
     from .lexicon import OntologyLexicon
+    from .semantic import Embed
     from .words import English
 
 
@@ -25,15 +26,18 @@ class RuleExtractor(Extractor):
     keeps each speaker turn (or paragraph) as one memory instead of one per sentence; sentences under
     ``min_words`` words are merged into a neighbour ("Wow!"); ``concepts`` adds lowercase noun compounds as
     untyped entities; ``small_talk`` keeps turns made only of pleasantries ("Thanks! How can I help?") as
-    memories, which are otherwise dropped. Stateless between calls, so one instance can serve several threads.
+    memories, which are otherwise dropped. ``embed`` (a semantic embedder's batch function) maps predicates
+    the ontology does not spell to relations by meaning (:mod:`.semantic`). Stateless between calls, so one
+    instance can serve several threads.
     """
 
     name = "rules"
     uses_known_memories = False
 
     def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
-                 concepts: bool = True, small_talk: bool = False) -> None:
+                 concepts: bool = True, small_talk: bool = False, embed: Embed | None = None) -> None:
         self.ontology = ontology
+        self._embed = embed
         self.granularity: Granularity = granularity
         self.concepts = concepts
         self.small_talk = small_talk
@@ -47,7 +51,7 @@ class RuleExtractor(Extractor):
         if self._resources is None:
             with self._lock:
                 if self._resources is None:
-                    self._resources = load(self.ontology)
+                    self._resources = load(self.ontology, self._embed)
         return self._resources
 
     @property

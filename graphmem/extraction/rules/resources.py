@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ...ontology.model import RelationInfo
     from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
+    from .semantic import Embed, SemanticMap
     from .words import English
 
 _NAME_CACHE_LIMIT = 50_000
@@ -31,6 +32,8 @@ class Resources:
     np_ok: dict[str, bool]
     """Relation IRI -> whether a lowercase noun phrase may be its object (see ``broad_range``)."""
     clauses: ClauseLexicon = field(init=False)
+    semantic: SemanticMap | None = None
+    """Predicates the ontology does not spell, by meaning (only with a semantic embedder)."""
     _names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def words(self, name: str) -> tuple[str, ...]:
@@ -44,9 +47,10 @@ class Resources:
         return got
 
 
-def load(ontology: Ontology) -> Resources:
+def load(ontology: Ontology, embed: Embed | None = None) -> Resources:
     from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
+    from .semantic import SemanticMap
     from .words import english
 
     nlp = pipeline()
@@ -54,6 +58,7 @@ def load(ontology: Ontology) -> Resources:
     np_ok = {r.iri: broad_range(ontology, r) for r in ontology.relations.values()}
     res = Resources(ontology, nlp, english(), lexicon, np_ok)
     res.clauses = ClauseLexicon.build(res)
+    res.semantic = SemanticMap(ontology, embed) if embed is not None else None
     return res
 
 

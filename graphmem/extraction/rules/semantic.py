@@ -1,0 +1,137 @@
+"""Predicates the ontology does not spell, mapped by meaning: the store's embedder compares a clause's
+predicate ("allergic to", "work at") with every relation's label and synonyms.
+
+The clause reader (:mod:`.clauses`) first looks a predicate up by its lemmas among the ontology's
+surface forms; only when none has those lemmas does it ask this map. The map keeps the relations
+whose nearest surface form is at least :data:`RELATION_MIN` similar and within :data:`MARGIN` of the
+best one, most similar first; domain, range and the object's class then decide as for a spelled
+predicate, and the guard judges the triple. So a modeller's ontology with labels and synonyms reaches
+phrasings it does not list, with no code for it. Built only with a semantic embedder (never the
+hashing one, whose vectors match words, not meaning), once per extractor, on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from ...ontology import Ontology
+    from ...ontology.model import RelationInfo
+
+Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+
+RELATION_MIN: Final = 0.6
+"""Least cosine between a predicate and a relation's nearest surface form (all-MiniLM-L6-v2)."""
+MARGIN: Final = 0.05
+"""Relations within this of the best one stay candidates, for domain and range to choose among."""
+CLASS_MIN: Final = 0.35
+"""Least cosine between a plain noun ("penicillin") and the nearest name of a class a relation admits."""
+CLASS_MARGIN: Final = 0.08
+"""How far that class may trail the noun's nearest class of any kind ("asthma" is nearer "inhaler")."""
+STRICT_CLASS_MIN: Final = 0.45
+_CACHE_LIMIT: Final = 20_000
+
+
+class SemanticMap:
+    """Relation surface forms embedded once; predicates embedded once each (cached)."""
+
+    def __init__(self, ontology: Ontology, embed: Embed) -> None:
+        from .clauses import definition_examples  # spaCy's word lists load with these
+        from .words import PREPOSITIONS
+
+        self._prepositions = PREPOSITIONS
+        self._embed = embed
+        self._relations: list[RelationInfo] = []
+        texts: list[str] = []
+        for rel in sorted(ontology.relations.values(), key=lambda r: r.iri):
+            if rel.kind != "object":
+                continue
+            for form in dict.fromkeys((rel.label, *rel.alt_labels)):
+                if form:
+                    self._relations.append(rel)
+                    texts.append(form)
+        self._forms = embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        self._form_words = [frozenset(t.casefold().split()) for t in texts]
+        self._ontology = ontology
+        self._class_of: list[str] = []
+        names: list[str] = []
+        for cls in sorted(ontology.classes.values(), key=lambda c: c.iri):
+            for form in dict.fromkeys((cls.label, *cls.alt_labels, *definition_examples(cls.definition))):
+                if form:
+                    self._class_of.append(cls.iri)
+                    names.append(form)
+        self._class_forms = embed(names) if names else np.zeros((0, 1), dtype=np.float32)
+        self._cache: dict[str, list[RelationInfo]] = {}
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self._lock = threading.Lock()
+
+    def relations(self, key: tuple[str, ...]) -> list[RelationInfo]:
+        """The relations a predicate key (lemmas, a preposition last if any) most likely means, most
+        similar first (often none). A key ending in a preposition only reaches surface forms with that
+        preposition ("allergic to": "has an allergy to"; "manage at" is not "manages")."""
+        predicate = " ".join(key)
+        with self._lock:
+            got = self._cache.get(predicate)
+        if got is not None:
+            return got
+        got = self._rank(predicate, key[-1] if len(key) > 1 and key[-1] in self._prepositions else None)
+        with self._lock:
+            if len(self._cache) > _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[predicate] = got
+        return got
+
+    def class_within(self, noun: str, allowed: Sequence[str], *, strict: bool = False) -> str | None:
+        """The class (name) of ``noun`` among ``allowed`` (IRIs, with their subclasses), when one of
+        their names is near it and not much farther than the noun's nearest class; else ``None``.
+        ``strict`` (after a light verb, which says little: "I take metformin"): near enough by
+        :data:`STRICT_CLASS_MIN` and the nearest class of all."""
+        if not len(self._class_of) or not allowed:
+            return None
+        sims = self._class_forms @ self._vector(noun)
+        best: dict[str, float] = {}
+        for iri, sim in zip(self._class_of, sims.tolist(), strict=True):
+            best[iri] = max(best.get(iri, -1.0), sim)
+        classes = self._ontology.classes
+        inside = {iri: s for iri, s in best.items()
+                  if iri in allowed or any(a in classes[iri].ancestors for a in allowed)}
+        if not inside:
+            return None
+        iri, sim = max(inside.items(), key=lambda kv: kv[1])
+        least, margin = (STRICT_CLASS_MIN, 0.0) if strict else (CLASS_MIN, CLASS_MARGIN)
+        if sim < least or sim < max(best.values()) - margin:
+            return None
+        return classes[iri].name
+
+    def _vector(self, text: str) -> npt.NDArray[np.float32]:
+        with self._lock:
+            got = self._vectors.get(text)
+        if got is None:
+            got = self._embed([text])[0]
+            with self._lock:
+                if len(self._vectors) > _CACHE_LIMIT:
+                    self._vectors.clear()
+                self._vectors[text] = got
+        return got
+
+    def _rank(self, predicate: str, preposition: str | None) -> list[RelationInfo]:
+        if not len(self._relations):
+            return []
+        sims = self._forms @ self._vector(predicate)
+        best: dict[str, tuple[float, RelationInfo]] = {}
+        for i in np.argsort(-sims)[:32]:
+            rel = self._relations[int(i)]
+            if preposition is not None and preposition not in self._form_words[int(i)]:
+                continue
+            if rel.iri not in best:
+                best[rel.iri] = (float(sims[i]), rel)
+        ranked = sorted(best.values(), key=lambda s: -s[0])
+        if not ranked or ranked[0][0] < RELATION_MIN:
+            return []
+        top = ranked[0][0]
+        return [rel for sim, rel in ranked if sim >= max(RELATION_MIN, top - MARGIN)]
