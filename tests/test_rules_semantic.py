@@ -36,7 +36,7 @@ def triples(extractor: RuleExtractor, text: str) -> set[tuple[str, str, str]]:
 
 
 def test_unspelled_predicates_and_nouns_map_by_meaning(clinic: Ontology, onnx: OnnxEmbedder) -> None:
-    semantic = RuleExtractor(clinic, granularity="message", embed=onnx.embed)
+    semantic = RuleExtractor(clinic, granularity="message", embedder=onnx)
     words = RuleExtractor(clinic, granularity="message")  # no embedder: only what the ontology spells
     assert triples(semantic, "I'm allergic to penicillin.") == {("kari", "hasAllergy", "penicillin")}
     assert triples(words, "I'm allergic to penicillin.") == set()
@@ -48,10 +48,10 @@ def test_unspelled_predicates_and_nouns_map_by_meaning(clinic: Ontology, onnx: O
 
 def test_a_preposition_must_agree(onnx: OnnxEmbedder) -> None:
     default = Ontology.load()
-    semantic = SemanticMap(default, onnx.embed)
+    semantic = SemanticMap(default, onnx)
     assert "manages" not in [r.name for r in semantic.relations(("manage", "at"))]  # "I manage three people at X"
     assert [r.name for r in semantic.relations(("study", "at"))][:1] == ["studiedAt"]
-    clinic_map = SemanticMap(Ontology.load([CLINIC / "clinic.ttl"], [CLINIC / "clinic.shapes.ttl"]), onnx.embed)
+    clinic_map = SemanticMap(Ontology.load([CLINIC / "clinic.ttl"], [CLINIC / "clinic.shapes.ttl"]), onnx)
     assert [r.name for r in clinic_map.relations(("allergic", "to"))] == ["hasAllergy"]
     assert clinic_map.class_within("penicillin", clinic_map_range(clinic_map, "hasAllergy")) == "Drug"
     assert clinic_map.class_within("the bus", clinic_map_range(clinic_map, "takesDrug"), strict=True) is None

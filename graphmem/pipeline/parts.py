@@ -103,7 +103,7 @@ class Parts:
                 semantic = self.embedder.provider != "hashing"  # hashing vectors match words, not meaning
                 extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity,
                                           small_talk=self.config.llm.rules_small_talk,
-                                          embed=self.embedder.embed if semantic else None)
+                                          embedder=self.embedder if semantic else None)
             log.info("graphmem extractor: %s", extractor.name)
             return extractor
 

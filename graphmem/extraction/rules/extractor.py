@@ -12,9 +12,9 @@ from .state import NOT_THE_USER, ChunkState, Granularity, Sentence, norm, role_o
 if TYPE_CHECKING:
     from spacy.language import Language
 
+    from ...embedding import Embedder
     from ...ontology import Ontology
     from .lexicon import OntologyLexicon
-    from .semantic import Embed
     from .words import English
 
 
@@ -26,8 +26,8 @@ class RuleExtractor(Extractor):
     keeps each speaker turn (or paragraph) as one memory instead of one per sentence; sentences under
     ``min_words`` words are merged into a neighbour ("Wow!"); ``concepts`` adds lowercase noun compounds as
     untyped entities; ``small_talk`` keeps turns made only of pleasantries ("Thanks! How can I help?") as
-    memories, which are otherwise dropped. ``embed`` (a semantic embedder's batch function) maps predicates
-    the ontology does not spell to relations by meaning (:mod:`.semantic`). Stateless between calls, so one
+    memories, which are otherwise dropped. ``embedder`` (a semantic one, not hashing) maps predicates and
+    nouns the ontology does not spell by meaning (:mod:`.semantic`). Stateless between calls, so one
     instance can serve several threads.
     """
 
@@ -35,9 +35,9 @@ class RuleExtractor(Extractor):
     uses_known_memories = False
 
     def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
-                 concepts: bool = True, small_talk: bool = False, embed: Embed | None = None) -> None:
+                 concepts: bool = True, small_talk: bool = False, embedder: Embedder | None = None) -> None:
         self.ontology = ontology
-        self._embed = embed
+        self._embedder = embedder
         self.granularity: Granularity = granularity
         self.concepts = concepts
         self.small_talk = small_talk
@@ -51,7 +51,7 @@ class RuleExtractor(Extractor):
         if self._resources is None:
             with self._lock:
                 if self._resources is None:
-                    self._resources = load(self.ontology, self._embed)
+                    self._resources = load(self.ontology, self._embedder)
         return self._resources
 
     @property

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from spacy.language import Language
 
+    from ...embedding import Embedder
     from ...ontology import Ontology
     from ...ontology.model import RelationInfo
     from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
-    from .semantic import Embed, SemanticMap
+    from .semantic import SemanticMap
     from .words import English
 
 _NAME_CACHE_LIMIT = 50_000
@@ -47,7 +48,7 @@ class Resources:
         return got
 
 
-def load(ontology: Ontology, embed: Embed | None = None) -> Resources:
+def load(ontology: Ontology, embedder: Embedder | None = None) -> Resources:
     from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .semantic import SemanticMap
@@ -58,7 +59,7 @@ def load(ontology: Ontology, embed: Embed | None = None) -> Resources:
     np_ok = {r.iri: broad_range(ontology, r) for r in ontology.relations.values()}
     res = Resources(ontology, nlp, english(), lexicon, np_ok)
     res.clauses = ClauseLexicon.build(res)
-    res.semantic = SemanticMap(ontology, embed) if embed is not None else None
+    res.semantic = SemanticMap(ontology, embedder) if embedder is not None else None
     return res
 
 

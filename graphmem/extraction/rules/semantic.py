@@ -7,23 +7,31 @@ whose nearest surface form is at least :data:`RELATION_MIN` similar and within :
 best one, most similar first; domain, range and the object's class then decide as for a spelled
 predicate, and the guard judges the triple. So a modeller's ontology with labels and synonyms reaches
 phrasings it does not list, with no code for it. Built only with a semantic embedder (never the
-hashing one, whose vectors match words, not meaning), once per extractor, on first use.
+hashing one, whose vectors match words, not meaning), on first use.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
+import logging
+import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from ... import cachedir
+
 if TYPE_CHECKING:
+    from ...embedding import Embedder
     from ...ontology import Ontology
     from ...ontology.model import RelationInfo
 
-Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+log = logging.getLogger("graphmem")
 
 RELATION_MIN: Final = 0.6
 """Least cosine between a predicate and a relation's nearest surface form (all-MiniLM-L6-v2)."""
@@ -35,40 +43,65 @@ CLASS_MARGIN: Final = 0.08
 """How far that class may trail the noun's nearest class of any kind ("asthma" is nearer "inhaler")."""
 STRICT_CLASS_MIN: Final = 0.45
 _CACHE_LIMIT: Final = 20_000
+_NAMES: dict[str, npt.NDArray[np.float32]] = {}
+"""Vectors of an ontology's names per embedder, shared by the extractors of a process."""
+_NAMES_LOCK = threading.Lock()
 
 
 class SemanticMap:
-    """Relation surface forms embedded once; predicates embedded once each (cached)."""
+    """Relation surface forms and class names, embedded on first use (then read from graphmem's cache
+    folder, so a new process does not embed them again); predicates and nouns embedded once each."""
 
-    def __init__(self, ontology: Ontology, embed: Embed) -> None:
+    def __init__(self, ontology: Ontology, embedder: Embedder) -> None:
         from .clauses import definition_examples  # spaCy's word lists load with these
         from .words import PREPOSITIONS
 
         self._prepositions = PREPOSITIONS
-        self._embed = embed
+        self._embedder = embedder
+        self._ontology = ontology
         self._relations: list[RelationInfo] = []
-        texts: list[str] = []
+        self._texts: list[str] = []
         for rel in sorted(ontology.relations.values(), key=lambda r: r.iri):
             if rel.kind != "object":
                 continue
             for form in dict.fromkeys((rel.label, *rel.alt_labels)):
                 if form:
                     self._relations.append(rel)
-                    texts.append(form)
-        self._forms = embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
-        self._form_words = [frozenset(t.casefold().split()) for t in texts]
-        self._ontology = ontology
+                    self._texts.append(form)
+        self._form_words = [frozenset(t.casefold().split()) for t in self._texts]
         self._class_of: list[str] = []
-        names: list[str] = []
         for cls in sorted(ontology.classes.values(), key=lambda c: c.iri):
             for form in dict.fromkeys((cls.label, *cls.alt_labels, *definition_examples(cls.definition))):
                 if form:
                     self._class_of.append(cls.iri)
-                    names.append(form)
-        self._class_forms = embed(names) if names else np.zeros((0, 1), dtype=np.float32)
+                    self._texts.append(form)
+        self._names: npt.NDArray[np.float32] | None = None
         self._cache: dict[str, list[RelationInfo]] = {}
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def _forms(self) -> npt.NDArray[np.float32]:
+        return self._all_names()[:len(self._relations)]
+
+    @property
+    def _class_forms(self) -> npt.NDArray[np.float32]:
+        return self._all_names()[len(self._relations):]
+
+    def _all_names(self) -> npt.NDArray[np.float32]:
+        if self._names is None:
+            key = hashlib.sha256("\0".join([self._embedder.name, *self._texts]).encode()).hexdigest()[:32]
+            with _NAMES_LOCK:
+                if key not in _NAMES:
+                    cached = _read(key, len(self._texts), self._embedder.dims)
+                    _NAMES[key] = cached if cached is not None else _write(key, self._embed(self._texts))
+                self._names = _NAMES[key]
+        return self._names
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self._embedder.dims), dtype=np.float32)
+        return self._embedder.embed(texts)
 
     def relations(self, key: tuple[str, ...]) -> list[RelationInfo]:
         """The relations a predicate key (lemmas, a preposition last if any) most likely means, most
@@ -135,3 +168,41 @@ class SemanticMap:
             return []
         top = ranked[0][0]
         return [rel for sim, rel in ranked if sim >= max(RELATION_MIN, top - MARGIN)]
+
+
+def _path(key: str) -> str | None:
+    base = cachedir.root()
+    return str(base / "semantic" / f"{key}.npy") if base is not None else None
+
+
+def _read(key: str, rows: int, dims: int) -> npt.NDArray[np.float32] | None:
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if data.dtype != np.float32 or data.shape != (rows, dims):
+        return None
+    names: npt.NDArray[np.float32] = data
+    return names
+
+
+def _write(key: str, names: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Best effort: a read-only cache folder costs an embedding of the names per process."""
+    path = _path(key)
+    if path is not None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            buffer = io.BytesIO()
+            np.save(buffer, names, allow_pickle=False)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(buffer.getvalue())
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("cannot cache the ontology's name vectors at %s: %s", path, exc)
+            with contextlib.suppress(OSError):
+                os.unlink(f"{path}.{os.getpid()}.tmp")
+    return names
