@@ -533,7 +533,7 @@ DEMO_CONVERSATION = [
      "name": "Maya"},
     {"role": "user", "content": "On weekends I go bouldering with my sister Inês.", "name": "Maya"},
 ]
-DEMO_QUERIES = ["what foods should she avoid?", "who is her manager?", "what does she do on weekends?"]
+DEMO_QUERIES = ["is Maya allergic to anything?", "who is her manager?", "does she go climbing?"]
 
 
 @app.command()
