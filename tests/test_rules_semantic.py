@@ -44,10 +44,6 @@ def test_unspelled_predicates_and_nouns_map_by_meaning(clinic: Ontology, onnx: O
     # made a drug to fit "taken for"
     assert triples(semantic, "I take metformin twice a day for my diabetes.") == {("kari", "takesDrug", "metformin")}
     assert triples(semantic, "I take the bus to work.") == set()
-    # "works at" is not a form of worksAtClinic ("practises at", "based at"); "Dr" makes a physician
-    assert triples(semantic, "Dr. Okafor works at Riverside Clinic.") == {("Dr. Okafor", "worksAtClinic",
-                                                                          "Riverside Clinic")}
-    assert triples(words, "Dr. Okafor works at Riverside Clinic.") == set()
 
 
 def test_a_preposition_must_agree(onnx: OnnxEmbedder) -> None:

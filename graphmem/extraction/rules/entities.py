@@ -155,19 +155,8 @@ def _titled(res: Resources, state: ChunkState, msg: Message, start: int, end: in
         if norm(surface) != ent.key:
             ent.aliases.setdefault(surface, None)
         state.index.setdefault(norm(surface), ent.key)
-    ent.set_type(_title_class(res, msg.lowers[start]) or res.lexicon.person_class, 1)
+    ent.set_type(res.lexicon.person_class, 1)
     return ent
-
-
-_TITLE_NOUNS: Final = {"dr": "doctor", "dr.": "doctor", "prof": "professor", "prof.": "professor"}
-"""A title that names a profession: "Dr Hale" is a doctor where the ontology has a class for the word."""
-
-
-def _title_class(res: Resources, title: str) -> str | None:
-    noun = _TITLE_NOUNS.get(title)
-    cls = res.lexicon.class_words.get((noun,)) if noun else None
-    person = res.lexicon.person_class
-    return cls if cls is not None and (person is None or res.ontology.is_subclass(cls, person)) else None
 
 
 def _nested(state: ChunkState, msg: Message, start: int, end: int) -> None:

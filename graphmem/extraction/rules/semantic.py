@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("graphmem")
 
-RELATION_MIN: Final = 0.55
+RELATION_MIN: Final = 0.6
 """Least cosine between a predicate and a relation's nearest surface form (all-MiniLM-L6-v2)."""
 MARGIN: Final = 0.05
 """Relations within this of the best one stay candidates, for domain and range to choose among."""
