@@ -11,7 +11,7 @@ import pytest
 
 from graphmem import Memory
 from graphmem.extraction import ExtractionContext, RuleExtractor
-from graphmem.extraction.rules.clauses import definition_examples
+from graphmem.extraction.rules.lexicon import definition_examples
 from graphmem.ontology import Ontology
 
 REF = datetime(2026, 5, 4, 10, 0, tzinfo=UTC)

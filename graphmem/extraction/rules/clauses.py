@@ -13,7 +13,6 @@ what comes out. Negated and hedged clauses ("not anymore", "maybe") state nothin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, noun_phrase
+from .lexicon import definition_examples
 from .resources import Resources
 from .words import FIRST_PERSON
 
@@ -84,19 +84,6 @@ class ClauseLexicon:
     def is_generic(self, key: tuple[str, ...]) -> bool:
         """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
         return key[0] == "be" or (len(key) == 1 and key[0] in LIGHT)
-
-
-def definition_examples(definition: str | None) -> list[str]:
-    """The comma-separated examples after a definition's colon, without articles, up to three words each."""
-    if not definition or ":" not in definition:
-        return []
-    tail = definition.split(":", 1)[1].split(".")[0]
-    out: list[str] = []
-    for item in re.split(r",| or | and ", tail):
-        words = [w for w in item.strip().casefold().split() if w not in ("a", "an", "the")]
-        if 0 < len(words) <= 3:
-            out.append(" ".join(words))
-    return out
 
 
 def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:

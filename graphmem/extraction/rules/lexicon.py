@@ -280,3 +280,16 @@ def _is_verbal(lowers: tuple[str, ...], lemmas: tuple[str, ...]) -> bool:
     if len(lowers) >= 2:
         return True
     return lowers[0] != lemmas[0] and lowers[0] not in PREPOSITIONS and lowers[0].isalpha()
+
+
+def definition_examples(definition: str | None) -> list[str]:
+    """The comma-separated examples after a definition's colon, without articles, up to three words each."""
+    if not definition or ":" not in definition:
+        return []
+    tail = definition.split(":", 1)[1].split(".")[0]
+    out: list[str] = []
+    for item in re.split(r",| or | and ", tail):
+        words = [w for w in item.strip().casefold().split() if w not in ("a", "an", "the")]
+        if 0 < len(words) <= 3:
+            out.append(" ".join(words))
+    return out

@@ -53,7 +53,7 @@ class SemanticMap:
     folder, so a new process does not embed them again); predicates and nouns embedded once each."""
 
     def __init__(self, ontology: Ontology, embedder: Embedder) -> None:
-        from .clauses import definition_examples  # spaCy's word lists load with these
+        from .lexicon import definition_examples  # spaCy's word lists load with these
         from .words import PREPOSITIONS
 
         self._prepositions = PREPOSITIONS
