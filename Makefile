@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test test-local lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
+.PHONY: demo test test-local lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-updates bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench-add-many: venv  ## add_many against one add per item (rules and verbatim),
 
 bench-race: venv  ## concurrent writers released together: duplicates, open functional values, dry_run (both backends)
 	bash tools/with-neo4j.sh $(BIN)/python bench/race.py $(ARGS)
+
+# its own Neo4j (port 7689, data in .cache/neo4j-updates): the suite's server is pinned to the hashing embedder
+UPDATES_NEO4J := GRAPHMEM_NEO4J_HOME=$(CURDIR)/.cache/neo4j-updates GRAPHMEM_NEO4J_PORT=7689 \
+	NEO4J_URI=$${UPDATES_NEO4J_URI:-bolt://127.0.0.1:7689}
+bench-updates: venv  ## current and past values of changing facts in search (bench/data/updates.jsonl), both backends
+	$(UPDATES_NEO4J) bash tools/with-neo4j.sh $(BIN)/python bench/updates.py --backend both --out bench/results/updates.json $(ARGS)
 
 bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 	$(BIN)/python bench/guard.py $(ARGS)
