@@ -42,6 +42,7 @@ CLASS_MIN: Final = 0.35
 CLASS_MARGIN: Final = 0.08
 """How far that class may trail the noun's nearest class of any kind ("asthma" is nearer "inhaler")."""
 STRICT_CLASS_MIN: Final = 0.45
+"""After a light verb, which says little ("I take metformin"): the noun's nearest class, this near."""
 _CACHE_LIMIT: Final = 20_000
 _NAMES: dict[str, npt.NDArray[np.float32]] = {}
 """Vectors of an ontology's names per embedder, shared by the extractors of a process."""
@@ -50,7 +51,8 @@ _NAMES_LOCK = threading.Lock()
 
 class SemanticMap:
     """Relation surface forms and class names, embedded on first use (then read from graphmem's cache
-    folder, so a new process does not embed them again); predicates and nouns embedded once each."""
+    folder, so a new process does not embed them again); predicates and nouns embedded once each
+    (kept, up to a bound)."""
 
     def __init__(self, ontology: Ontology, embedder: Embedder) -> None:
         from .lexicon import definition_examples  # spaCy's word lists load with these
@@ -76,7 +78,6 @@ class SemanticMap:
                     self._class_of.append(cls.iri)
                     self._texts.append(form)
         self._names: npt.NDArray[np.float32] | None = None
-        self._cache: dict[str, list[RelationInfo]] = {}
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
         self._lock = threading.Lock()
 
@@ -94,30 +95,15 @@ class SemanticMap:
             with _NAMES_LOCK:
                 if key not in _NAMES:
                     cached = _read(key, len(self._texts), self._embedder.dims)
-                    _NAMES[key] = cached if cached is not None else _write(key, self._embed(self._texts))
+                    _NAMES[key] = cached if cached is not None else _write(key, self._embedder.embed(self._texts))
                 self._names = _NAMES[key]
         return self._names
-
-    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if not texts:
-            return np.zeros((0, self._embedder.dims), dtype=np.float32)
-        return self._embedder.embed(texts)
 
     def relations(self, key: tuple[str, ...]) -> list[RelationInfo]:
         """The relations a predicate key (lemmas, a preposition last if any) most likely means, most
         similar first (often none). A key ending in a preposition only reaches surface forms with that
         preposition ("allergic to": "has an allergy to"; "manage at" is not "manages")."""
-        predicate = " ".join(key)
-        with self._lock:
-            got = self._cache.get(predicate)
-        if got is not None:
-            return got
-        got = self._rank(predicate, key[-1] if len(key) > 1 and key[-1] in self._prepositions else None)
-        with self._lock:
-            if len(self._cache) > _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[predicate] = got
-        return got
+        return self._rank(" ".join(key), key[-1] if len(key) > 1 and key[-1] in self._prepositions else None)
 
     def class_within(self, noun: str, allowed: Sequence[str], *, strict: bool = False) -> str | None:
         """The class (name) of ``noun`` among ``allowed`` (IRIs, with their subclasses), when one of
@@ -145,7 +131,7 @@ class SemanticMap:
         with self._lock:
             got = self._vectors.get(text)
         if got is None:
-            got = self._embed([text])[0]
+            got = self._embedder.embed_one(text)
             with self._lock:
                 if len(self._vectors) > _CACHE_LIMIT:
                     self._vectors.clear()
