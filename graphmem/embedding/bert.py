@@ -15,6 +15,7 @@ cost as much as the matrix products), and ONNX Runtime's fused kernels beat PyTo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -164,13 +165,15 @@ def _graph(folder: Path, spec: BertSpec) -> str | bytes:
     data = build_graph(weights, spec)
     if path is None:
         return data
+    tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    except OSError as exc:  # a read-only cache costs a build per process, nothing else
+    except OSError as exc:  # a read-only or full cache costs a build per process, nothing else
         log.debug("cannot cache the ONNX graph at %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         return data
     return str(path)
 
