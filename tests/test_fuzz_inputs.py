@@ -420,7 +420,7 @@ def call_args(draw: st.DrawFn, method: str) -> dict[str, Any]:
 
 
 STRATEGIES = {method: call_args(method) for method in SPECS}
-NO_ARGUMENTS = ("reset", "optimize")
+NO_ARGUMENTS = ("reset", "optimize", "warm")
 """Public methods without arguments: called once per backend (SQLite only: on the shared Neo4j
 they would wipe or re-index every other test's data)."""
 
