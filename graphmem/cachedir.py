@@ -1,6 +1,7 @@
 """The folder graphmem keeps derived files in (the compiled ontology, embedding models and their
-runtime graphs, the vectors of an ontology's names): ``$GRAPHMEM_CACHE_DIR`` (``off`` turns it off), else ``$XDG_CACHE_HOME/graphmem``
-or ``~/.cache/graphmem``. Everything in it can be deleted; it is made again when needed."""
+runtime graphs, the vectors of an ontology's names): ``$GRAPHMEM_CACHE_DIR`` (``off`` turns it off),
+else ``$XDG_CACHE_HOME/graphmem`` or ``~/.cache/graphmem``. Everything in it can be deleted; it is
+made again when needed."""
 
 from __future__ import annotations
 
