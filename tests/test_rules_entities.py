@@ -27,6 +27,12 @@ def test_finders_and_overlap() -> None:
     assert spans("Snow fell on Hank Snow.") == [("Snow", "weak"), ("Hank Snow", "cap")]
 
 
+def test_a_saint_owns_an_institution_but_a_person_owns_a_thing() -> None:
+    assert [s for s, _ in spans("She is a nurse at St Mary's Hospital in Leeds.")] == ["St Mary's Hospital", "Leeds"]
+    assert [s for s, _ in spans("He trained at St. Thomas' Hospital.")] == ["St. Thomas' Hospital"]
+    assert [s for s, _ in spans("I met Tom's brother at Google.")] == ["Tom", "Google"]
+
+
 def test_known_names_match_in_any_case_but_not_common_words() -> None:
     known = (KnownEntity(1, "Project Atlas"), KnownEntity(2, "Snow"))
     state = prepare("I love project atlas and the snow.", known=known)

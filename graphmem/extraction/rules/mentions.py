@@ -171,7 +171,7 @@ def _name_last(eng: English, msg: Message, k: int, s: int, e: int) -> int:
             j += 1
         elif lo in ("of", "for") and j + 2 < e and lowers[j + 1] == "the" and caps[j + 2]:
             j += 2
-        elif lo in ("'s", "’s") and j + 1 < e and caps[j + 1] and _possessive_name(eng, msg, k, j):
+        elif lo in ("'s", "’s", "'", "’") and j + 1 < e and caps[j + 1] and _possessive_name(eng, msg, k, j):
             j += 1
         elif texts[j].isdigit() and len(texts[j]) <= 3 and j == last + 1:
             last = j
@@ -243,8 +243,14 @@ def _date_word(msg: Message, k: int, s: int, e: int) -> bool:
 
 
 def _possessive_name(eng: English, msg: Message, k: int, j: int) -> bool:
-    """"Freedom's Journal", "Men's Studies Press": a common word owning a capitalized name."""
-    return j - k == 1 and eng.is_common(msg.lowers[k]) and not msg.initial[k]
+    """"Freedom's Journal", "Men's Studies Press": a common word owning a capitalized name; "St Mary's
+    Hospital", "St. Thomas' Hospital": a saint owning one."""
+    if msg.lowers[k] in _SAINT and 1 <= j - k - 1 <= 2:
+        return True
+    return j - k == 1 and msg.lowers[j] in ("'s", "’s") and eng.is_common(msg.lowers[k]) and not msg.initial[k]
+
+
+_SAINT: Final = frozenset({"st", "st.", "saint", "ste", "ste."})
 
 
 def _joins(msg: Message, j: int, e: int) -> bool:
