@@ -246,3 +246,10 @@ def test_spacy_loads_on_first_extract_not_on_import() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["[]", "True", "1"]
+
+
+def test_a_possessor_is_not_the_subject(extractor: RuleExtractor) -> None:
+    """"Ana's company hired me" says nothing of Ana; "Ana's moving to Lisbon" (a contraction) does."""
+    assert triples(run(extractor, "Kari: Ana's company hired me.", ("Kari",))) == set()
+    assert triples(run(extractor, "Kari: Tom's sister lives in Oslo.", ("Kari",))) == set()
+    assert triples(run(extractor, "Kari: Ana's moving to Lisbon.", ("Kari",))) == {("Ana", "movingTo", "Lisbon")}

@@ -85,6 +85,8 @@ def subject(ctx: SentenceView, first: int) -> str | None:
             if before >= ctx.sent.start and msg.lowers[before] in PREPOSITIONS:
                 k = m.start - 1
                 continue
+            if m.end < first and msg.doc is not None and msg.doc[m.end].tag_ == "POS":
+                return None  # "Ana's company hired me": the company, which has no name here
             return m.key
         lo = msg.lowers[k]
         if lo in FIRST_PERSON or (lo == "we" and _speaker_is_person(ctx)):
