@@ -7,8 +7,8 @@ REST: the clock starts when ``/readyz`` first answers ready; then one ``add`` (`
 ``search``, then ``--requests`` more of each with other texts. MCP: the client's ``initialize`` and
 ``tools/list`` return (an agent lists the tools first; the client does it before its first call anyway),
 then ``add_memory`` and ``search_memories`` the same way. The client's own first-call costs are not the
-server's: ``jsonschema`` (which the client imports to check a tool's structured result, ~55 ms) is
-imported beforehand; the client still compiles each tool's output schema on its first result.
+server's: ``jsonschema`` (which the client imports to check a tool's structured result) is imported
+beforehand; the client still compiles each tool's output schema on its first result.
 Printed: the first request's time, the median of the rest and their ratio (the target is at most 2).
 ``--ref`` runs a commit's tree instead (a temporary ``git worktree`` on ``PYTHONPATH``), e.g. the one
 before servers warmed up.

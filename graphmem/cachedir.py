@@ -5,8 +5,12 @@ made again when needed."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 from pathlib import Path
+
+log = logging.getLogger("graphmem")
 
 _OFF = ("", "off", "0", "false", "no")
 
@@ -22,3 +26,26 @@ def root() -> Path | None:
     except RuntimeError:  # no home directory known
         return None
     return base / "graphmem"
+
+
+def write(path: Path, data: bytes) -> bool:
+    """Write ``path`` atomically (a temporary file renamed over it), folders 0700 and the file 0600 like
+    the store's; a failure (read-only or full disk) is logged and returns ``False``: a cache is best
+    effort."""
+    from .stores.files import PRIVATE_FILE, make_private_dirs
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        make_private_dirs(path.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(fd, "wb") as f:
+            if hasattr(os, "fchmod"):
+                os.fchmod(f.fileno(), PRIVATE_FILE)
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("could not write the cache file %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return False
+    return True

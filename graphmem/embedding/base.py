@@ -20,6 +20,9 @@ class Embedder(ABC):
     dims: int
     provider: str = "custom"
     model: str | None = None
+    semantic: bool = True
+    """Whether nearness of vectors means nearness of meaning (not for the hashing embedder, whose vectors
+    match shared words): what the rule extractor's mapping by meaning needs."""
 
     @abstractmethod
     def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...

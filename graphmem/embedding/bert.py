@@ -15,11 +15,9 @@ cost as much as the matrix products), and ONNX Runtime's fused kernels beat PyTo
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from .. import cachedir
 from ..config import EmbedderConfig
 from ..errors import EmbeddingError
 from . import files
@@ -165,17 +164,7 @@ def _graph(folder: Path, spec: BertSpec) -> str | bytes:
     data = build_graph(weights, spec)
     if path is None:
         return data
-    tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:  # a read-only or full cache costs a build per process, nothing else
-        log.debug("cannot cache the ONNX graph at %s: %s", path, exc)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        return data
-    return str(path)
+    return str(path) if cachedir.write(path, data) else data  # no cache: a build per process
 
 
 def build_graph(weights: Path, spec: BertSpec) -> bytes:

@@ -20,6 +20,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 class HashingEmbedder(Embedder):
     provider = "hashing"
+    semantic = False
 
     def __init__(self, dims: int = 384) -> None:
         self.dims = dims

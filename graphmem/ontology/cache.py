@@ -122,24 +122,9 @@ def load(folder: Path, key: str) -> dict[str, Any] | None:
 
 def store(folder: Path, key: str, entry: dict[str, Any]) -> None:
     """Write ``entry`` atomically (a temporary file renamed over the old one); failures are logged only."""
-    from ..stores.files import PRIVATE_FILE, make_private_dirs
-
     payload = json.dumps({**entry, "format": CACHE_FORMAT, "key": key}, ensure_ascii=False, separators=(",", ":"))
-    tmp = folder / f".{key}.{os.getpid()}.tmp"
-    try:
-        make_private_dirs(folder)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            if hasattr(os, "fchmod"):
-                os.fchmod(f.fileno(), PRIVATE_FILE)
-            f.write(payload)
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError as exc:
-        log.debug("could not write the ontology cache in %s: %s", folder, exc)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        return
-    _prune(folder.glob("*.json"))
+    if cachedir.write(folder / f"{key}.json", payload.encode("utf-8")):
+        _prune(folder.glob("*.json"))
 
 
 def _prune(entries: Iterable[Path]) -> None:

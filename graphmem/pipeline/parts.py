@@ -100,10 +100,9 @@ class Parts:
             else:
                 from ..extraction.rules import RuleExtractor
 
-                semantic = self.embedder.provider != "hashing"  # hashing vectors match words, not meaning
                 extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity,
                                           small_talk=self.config.llm.rules_small_talk,
-                                          embedder=self.embedder if semantic else None)
+                                          embedder=self.embedder if self.embedder.semantic else None)
             log.info("graphmem extractor: %s", extractor.name)
             return extractor
 

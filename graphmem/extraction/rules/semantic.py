@@ -12,13 +12,11 @@ hashing one, whose vectors match words, not meaning), on first use.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
-import logging
-import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -30,8 +28,6 @@ if TYPE_CHECKING:
     from ...embedding import Embedder
     from ...ontology import Ontology
     from ...ontology.model import RelationInfo
-
-log = logging.getLogger("graphmem")
 
 RELATION_MIN: Final = 0.6
 """Least cosine between a predicate and a relation's nearest surface form (all-MiniLM-L6-v2)."""
@@ -79,6 +75,7 @@ class SemanticMap:
                     self._texts.append(form)
         self._names: npt.NDArray[np.float32] | None = None
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self._classes: dict[tuple[str, tuple[str, ...], bool], str | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -112,6 +109,15 @@ class SemanticMap:
         :data:`STRICT_CLASS_MIN` and the nearest class of all."""
         if not len(self._class_of) or not allowed:
             return None
+        key = (noun, tuple(allowed), strict)
+        if key not in self._classes:  # asked per triple ("a person" for each fact of the speaker)
+            with self._lock:
+                if len(self._classes) > _CACHE_LIMIT:
+                    self._classes.clear()
+            self._classes[key] = self._class_within(noun, allowed, strict)
+        return self._classes[key]
+
+    def _class_within(self, noun: str, allowed: Sequence[str], strict: bool) -> str | None:
         sims = self._class_forms @ self._vector(noun)
         best: dict[str, float] = {}
         for iri, sim in zip(self._class_of, sims.tolist(), strict=True):
@@ -156,9 +162,9 @@ class SemanticMap:
         return [rel for sim, rel in ranked if sim >= max(RELATION_MIN, top - MARGIN)]
 
 
-def _path(key: str) -> str | None:
+def _path(key: str) -> Path | None:
     base = cachedir.root()
-    return str(base / "semantic" / f"{key}.npy") if base is not None else None
+    return base / "semantic" / f"{key}.npy" if base is not None else None
 
 
 def _read(key: str, rows: int, dims: int) -> npt.NDArray[np.float32] | None:
@@ -179,16 +185,7 @@ def _write(key: str, names: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Best effort: a read-only cache folder costs an embedding of the names per process."""
     path = _path(key)
     if path is not None:
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            buffer = io.BytesIO()
-            np.save(buffer, names, allow_pickle=False)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(buffer.getvalue())
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.debug("cannot cache the ontology's name vectors at %s: %s", path, exc)
-            with contextlib.suppress(OSError):
-                os.unlink(f"{path}.{os.getpid()}.tmp")
+        buffer = io.BytesIO()
+        np.save(buffer, names, allow_pickle=False)
+        cachedir.write(path, buffer.getvalue())
     return names
