@@ -197,7 +197,7 @@ class LLMConfig(_Section):
     """The model's context window (prompt plus answer). ``None``: learnt from the server's first
     context-length error. When known, ``max_tokens`` is sized to what the prompt leaves free, and a
     prompt that cannot fit even without the chunk is reported instead of sent."""
-    rules_granularity: Literal["sentence", "message"] = "sentence"
+    rules_granularity: Literal["statement", "sentence", "message"] = "statement"
     """With ``provider: none``: one memory per sentence, or one per speaker turn (or paragraph). Whole
     turns keep the context a sentence loses ("I did!" after a question) and index fewer rows."""
     rules_small_talk: bool = False

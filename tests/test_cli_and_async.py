@@ -31,8 +31,8 @@ class Ran:
     stderr: str
 
 
-def cli(tmp_path: Path, *args: str, check: bool = True) -> Ran:
-    env = {"GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": "hashing", "COLUMNS": "250"}
+def cli(tmp_path: Path, *args: str, check: bool = True, embedder: str = "hashing") -> Ran:
+    env = {"GRAPHMEM_HOME": str(tmp_path), "GRAPHMEM_EMBEDDER__PROVIDER": embedder, "COLUMNS": "250"}
     result = CliRunner().invoke(app, list(args), env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
@@ -139,7 +139,7 @@ def test_cli_reads_the_graph(tmp_path: Path) -> None:
 
 
 def test_demo_runs_offline(tmp_path: Path) -> None:
-    done = cli(tmp_path, "demo", "--home", str(tmp_path / "demo"))
+    done = cli(tmp_path, "demo", "--home", str(tmp_path / "demo"), embedder="auto")  # what a user gets
     out = " ".join(done.stdout.split())  # the tables wrap long cells
     assert "stored memories" in out and "search:" in out and "peanuts" in out
     # the guard at work: the old residence closed by the new one, and a refused fact with its SHACL reason

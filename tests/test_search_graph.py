@@ -216,3 +216,19 @@ def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid:
                                      graph={"traversal_weight": 0.0, "bridge_max_degree": 2})
     crowded = {r["id"]: r for r in mem.search(query, user_id=uid, top_k=20, explain=True)["results"]}
     assert "graph" not in crowded.get(hop2, {"score_details": {}})["score_details"]
+
+
+def test_the_scope_user_does_not_bridge(mem: Memory, uid: str) -> None:
+    """Every memory of a user's scope is about that user: sharing them is no second hop, however few
+    memories there are (an entity named by the scope's ``user_id`` never bridges)."""
+    user = f"{uid}-kari"
+    hop1 = add(mem, "The lighthouse keeper logbook describes winter storms",
+               fact(user, "livesIn", "Cabo Frio", "Person", "City"), user_id=user)
+    other = add(mem, "Its harbour fills with sardine boats",
+                fact(user, "worksFor", "Sardinha Lda", "Person", "Organization"), user_id=user)
+    mem.config.search = SearchConfig(weights={"vector": 0.6, "fulltext": 0.4, "graph": 0.8},
+                                     graph={"traversal_weight": 0.0})
+    hits = {r["id"]: r for r in mem.search("lighthouse keeper logbook", user_id=user, top_k=20,
+                                           explain=True)["results"]}
+    assert next(iter(hits)) == hop1
+    assert "graph" not in hits.get(other, {"score_details": {}})["score_details"]

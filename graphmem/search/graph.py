@@ -11,7 +11,8 @@ The graph score of a memory is ``bridge_weight * bridge + traversal_weight * tra
 normalized score, cubed, times the specificity ``(1 + d) ** -specificity`` of an entity they
 mention, to the other memories that mention it too (``d`` memories mention it). Names the query
 carries are skipped, since the text signals weigh them already, and so are names more than
-``bridge_max_degree`` memories carry. This is what lifts hybrid search on multi-hop questions above
+``bridge_max_degree`` memories carry, and the scope's own user (whom every memory is about, however
+few there are). This is what lifts hybrid search on multi-hop questions above
 the dense signal: the question names the first hop, and the answer's memory shares an entity with it.
 
 Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is
@@ -59,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from rdflib.namespace import OWL, RDFS
 
-from ..models import Relation, norm_name
+from ..models import Entity, Relation, norm_name
 from ..stores.base import GraphQuery, Subgraph, Vector
 from ..stores.text import STOPWORDS
 
@@ -405,13 +406,22 @@ def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float]) -> d
     for seed, t in best:
         for eid in of_memory.get(seed, ()):
             degree = sub.degree.get(eid, 0)
-            if eid in linked or not 2 <= degree <= cfg.bridge_max_degree:
+            if eid in linked or not 2 <= degree <= cfg.bridge_max_degree or _scope_user(sub.entities.get(eid)):
                 continue
             score = t**3 * (1 + degree) ** -cfg.specificity
             for mid in by_entity[eid]:
                 if mid != seed and (mid not in out or score > out[mid][0]):
                     out[mid] = (score, seed, eid)
     return out
+
+
+def _scope_user(ent: Entity | None) -> bool:
+    """Whether the entity is the scope's own user (named, or aliased, by its ``user_id``): every memory
+    of the scope is about them, so sharing them is no second hop."""
+    if ent is None or not ent.user_id:
+        return False
+    user = norm_name(ent.user_id)
+    return norm_name(ent.name) == user or any(norm_name(a) == user for a in ent.aliases)
 
 
 def _better(score: float, path: tuple[GraphStep, ...], other: float, other_path: tuple[GraphStep, ...]) -> bool:

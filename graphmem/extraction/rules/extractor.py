@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
 from .resources import Resources, load
-from .state import NOT_THE_USER, ChunkState, Granularity, Sentence, norm, role_of
+from .state import NOT_THE_USER, ROLES, ChunkState, Granularity, Sentence, norm, role_of
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -34,7 +34,7 @@ class RuleExtractor(Extractor):
     name = "rules"
     uses_known_memories = False
 
-    def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
+    def __init__(self, ontology: Ontology, *, granularity: Granularity = "statement", min_words: int = 4,
                  concepts: bool = True, small_talk: bool = False, embedder: Embedder | None = None) -> None:
         self.ontology = ontology
         self._embedder = embedder
@@ -100,9 +100,26 @@ class RuleExtractor(Extractor):
         spoken = [*context.speakers, *(state.entities[k].name for k in state.speakers.values())]
         names = frozenset(w for s in spoken for w in s.casefold().split())
         found, skipped = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
-                                           small_talk=self.small_talk, names=names, roles=context.roles)
+                                           small_talk=self.small_talk, names=names, roles=context.roles,
+                                           speakers=_speaker_names(state))
         triples = _triples(res, state)
         return Extraction(memories=found, entities=entities.output(state), triples=triples, skipped=skipped)
+
+
+def _speaker_names(state: ChunkState) -> dict[str, str]:
+    """Each speaker label's name as statements say it ("Maya lives in Lisbon."): the label itself, or the
+    name an unnamed user introduced ("hi, I'm Tomás"); an unnamed user without one stays "I"."""
+    out: dict[str, str] = {}
+    user = norm(state.context.user or "")
+    for sent in state.sentences:
+        label = sent.msg.speaker
+        if label is None or label in out or role_of(label, state.context.roles) in NOT_THE_USER:
+            continue
+        key = state.speakers.get(label) or state.index.get(norm(label))
+        ent = state.entities.get(key) if key is not None else None
+        if ent is not None and (ent.key != user or label.strip().casefold() not in ROLES):
+            out[label] = ent.name
+    return out
 
 
 def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:

@@ -15,10 +15,13 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from ...models import MemoryType
 from ..schema import ExtractedMemory, Skipped
 from .state import NOT_THE_USER, Granularity, Sentence, role_of
+from .statements import Statement, statements
 from .words import INTERJECTIONS, PHATIC, English
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
+
+    from .dates import TimeExpr
 
 _PROCEDURAL: Final = re.compile(
     r"^\W*(?:please\s+)?(?:"
@@ -36,12 +39,13 @@ _STOP_VERBS: Final = frozenset({"back", "call", "do", "give", "go", "keep", "mak
 
 
 def memories(eng: English, sentences: list[Sentence], granularity: Granularity, min_words: int, *,
-             small_talk: bool = False, names: frozenset[str] = frozenset(),
-             roles: dict[str, str] | None = None) -> tuple[list[ExtractedMemory], list[Skipped]]:
+             small_talk: bool = False, names: frozenset[str] = frozenset(), roles: dict[str, str] | None = None,
+             speakers: dict[str, str] | None = None) -> tuple[list[ExtractedMemory], list[Skipped]]:
     """One memory per group of sentences worth keeping, and what was left out with its reason; each
     kept sentence learns its memory's index (``Sentence.memory``). ``small_talk`` keeps every group;
     ``names`` (lowercase speaker names) may appear in a pleasantry ("Hi Maya!"); ``roles`` maps speaker
-    labels to roles, so an assistant's turns are told apart (see :func:`skip_reason`)."""
+    labels to roles, so an assistant's turns are told apart (see :func:`skip_reason`); ``speakers`` maps
+    a speaker label to the name its statements use for "I" (``granularity="statement"``)."""
     roles = roles or {}
     addressed = any(r == "assistant" for r in roles.values()) or \
         any(role_of(s.msg.speaker, roles) == "assistant" for s in sentences)
@@ -54,18 +58,63 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
         if reason is not None:
             skipped.append(Skipped(text=text, reason=reason))
             continue
-        times = [t for s in group for t in s.times]
-        mtype = MemoryType.SEMANTIC
-        if any(is_procedural(eng, s) for s in group):
-            mtype = MemoryType.PROCEDURAL
-        elif times:
-            mtype = MemoryType.EPISODIC
-        for s in group:
-            s.memory = len(out)
-        out.append(ExtractedMemory(text=text, memory_type=mtype,
-                                   event_time=times[0].iso if times and mtype == MemoryType.EPISODIC else None,
-                                   attributed_to=msg.speaker))
+        if granularity != "statement":
+            _keep(eng, out, group, text, [t for s in group for t in s.times])
+            continue
+        said = [s for s in group if small_talk or len(group) == 1 or not is_phatic(s, names)]
+        pieces = _pieces(said, (speakers or {}).get(msg.speaker or ""), min_words)
+        to_assistant = _to_assistant(msg.speaker, roles, addressed)
+        for s, st in pieces:
+            words = [s.msg.doc[k] for k in st.tokens] if s.msg.doc is not None else []
+            asking = (s.question and _last_word(s) in st.tokens) or (_request(words) and not _standing(words))
+            reason = None if len(pieces) == 1 or not words or small_talk else \
+                "no content" if not _content(words, names) else \
+                "question to the assistant" if to_assistant and asking and not _names_something(words, names) else None
+            if reason is not None:
+                skipped.append(Skipped(text=st.text, reason=reason))
+                continue
+            lo, hi = s.msg.starts[st.tokens[0]], s.msg.end_char(st.tokens[-1])
+            times = [t for t in s.times if lo <= s.char_start + t.start < hi]
+            _keep(eng, out, [s], st.text, times)
     return out, skipped
+
+
+def _pieces(said: list[Sentence], name: str | None, min_words: int) -> list[tuple[Sentence, Statement]]:
+    """Each sentence's statements; in plain text (no speaker), a short one of several ("Hank Snow" heading
+    "Hank Snow was a singer.") is kept verbatim in front of the next statement (or after the last)."""
+    out: list[tuple[Sentence, Statement]] = []
+    carry: list[Sentence] = []
+    for s in said:
+        if s.msg.speaker is None and len(said) > 1 and sum(s.msg.alnum[s.start:s.end]) < min_words:
+            carry.append(s)
+            continue
+        for st in statements(s, name):
+            if carry:
+                st = Statement(s.msg.text[carry[0].char_start:s.char_start] + st.text, st.tokens)
+                carry = []
+            out.append((s, st))
+    if carry and out:
+        s, st = out[-1]
+        out[-1] = (s, Statement(" ".join([st.text, *(c.text for c in carry)]), st.tokens))
+    elif carry:
+        out = [(carry[0], Statement(" ".join(c.text for c in carry), tuple(range(carry[0].start, carry[-1].end))))]
+    return out
+
+
+def _keep(eng: English, out: list[ExtractedMemory], group: list[Sentence], text: str, times: list[TimeExpr]) -> None:
+    """Append the memory of ``text`` said in ``group``, typed, and tell each sentence its index."""
+    mtype = MemoryType.SEMANTIC
+    if any(is_procedural(eng, s) for s in group):
+        mtype = MemoryType.PROCEDURAL
+    elif times:
+        mtype = MemoryType.EPISODIC
+    for s in group:
+        if s.memory < 0:
+            s.memory = len(out)
+        s.statements.append((len(out), text))
+    out.append(ExtractedMemory(text=text, memory_type=mtype,
+                               event_time=times[0].iso if times and mtype == MemoryType.EPISODIC else None,
+                               attributed_to=group[0].msg.speaker))
 
 
 def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, str],
@@ -84,20 +133,26 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
         return f"{role} turn"
     if all(is_phatic(s, names) for s in group):
         return "small talk"
-    to_assistant = addressed or (label is not None and role == "user" and label.casefold() == "user")
+    to_assistant = _to_assistant(label, roles, addressed)
     kept = asked = False
     for s in group:
-        asking = to_assistant and (s.question or _request(s))
+        words = _tokens(s)
+        asking = to_assistant and (s.question or _request(words))
         asked |= asking
-        if not _content(s, names):
+        if s.msg.doc is not None and not _content(words, names):
             continue
         # told to an assistant, a sentence is kept when it is about the speaker or names someone or
         # something ("ugh it's freezing today" is neither: the moment, not the user's world)
-        if not to_assistant or _about_speaker(s) or (not asking and _names_something(s, names)):
+        if not to_assistant or _about_speaker(words) or (not asking and _names_something(words, names)):
             kept = True
     if kept:
         return None
     return "question to the assistant" if asked else "not about the user" if to_assistant else "no content"
+
+
+def _to_assistant(label: str | None, roles: dict[str, str], addressed: bool) -> bool:
+    """Said to an assistant: the conversation has one, or an unnamed user speaks."""
+    return addressed or (label is not None and role_of(label, roles) == "user" and label.casefold() == "user")
 
 
 _SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know", "mean", "see", "go", "say",
@@ -107,7 +162,7 @@ _SAYING: Final = frozenset({"be", "have", "do", "get", "guess", "think", "know",
 _VAGUE: Final = frozenset({"thing", "stuff", "lot", "bit", "time", "way", "idea", "ideas", "question", "help",
                            "problem", "sense", "example", "part", "kind", "sort", "one", "fun", "thanks", "luck",
                            "anything", "something", "everything", "nothing", "tip", "tips", "advice", "suggestion",
-                           "info", "information", "hand", "moment", "second", "sec", "minute", "lol", "btw"})
+                           "name", "info", "information", "hand", "moment", "second", "sec", "minute", "lol", "btw"})
 
 
 def _tokens(s: Sentence) -> list[Token]:
@@ -115,15 +170,14 @@ def _tokens(s: Sentence) -> list[Token]:
     return [] if doc is None else list(doc[s.start:s.end])
 
 
-def _content(s: Sentence, names: frozenset[str]) -> bool:
+def _content(words: list[Token], names: frozenset[str]) -> bool:
     """A name (other than a speaker's), a number, a content noun, or the speaker doing something
     ("Never thought I would enjoy running so much"): something to remember."""
-    if s.msg.doc is None:
-        return True
-    about = _about_speaker(s)
-    for tok in _tokens(s):
+    about = _about_speaker(words)
+    for tok in words:
         low = tok.lower_
-        if tok.pos_ == "NUM" or (tok.pos_ == "PROPN" and low not in names and low not in INTERJECTIONS):
+        if tok.pos_ == "NUM" or (tok.pos_ in ("PROPN", "ADJ") and tok.text[0].isupper() and not tok.is_sent_start
+                                 and low not in names and low not in INTERJECTIONS):
             return True
         if tok.pos_ == "NOUN" and tok.lemma_.lower() not in _VAGUE and low not in INTERJECTIONS:
             return True
@@ -132,21 +186,37 @@ def _content(s: Sentence, names: frozenset[str]) -> bool:
     return False
 
 
-def _names_something(s: Sentence, names: frozenset[str]) -> bool:
+def _names_something(words: list[Token], names: frozenset[str]) -> bool:
     """A proper name other than a speaker's ("Kyoto was before that")."""
-    return any(t.pos_ == "PROPN" and t.lower_ not in names and t.lower_ not in INTERJECTIONS for t in _tokens(s))
+    return any(t.pos_ == "PROPN" and t.lower_ not in names and t.lower_ not in INTERJECTIONS for t in words)
 
 
-def _about_speaker(s: Sentence) -> bool:
-    """"I"/"we" as a subject or "my"/"our" on a noun: the sentence says something of the speaker."""
+def _about_speaker(words: list[Token]) -> bool:
+    """"I"/"we" as a subject or "my"/"our" on a noun: the words say something of the speaker."""
     return any((t.lower_ in ("i", "we") and t.dep_ in ("nsubj", "nsubjpass"))
-               or (t.lower_ in ("my", "our") and t.dep_ == "poss") for t in _tokens(s))
+               or (t.lower_ in ("my", "our") and t.dep_ == "poss") for t in words)
 
 
-def _request(s: Sentence) -> bool:
+def _last_word(s: Sentence) -> int:
+    """The sentence's last token before its closing punctuation (what a question mark ends)."""
+    k = s.end - 1
+    while k > s.start and not s.msg.alnum[k]:
+        k -= 1
+    return k
+
+
+def _standing(words: list[Token]) -> bool:
+    """A request that holds from now on ("keep carbs in mind when you suggest meals", "never suggest
+    satay"): an instruction to remember, not a task for now."""
+    return any(t.lower_ in ("when", "whenever", "if", "always", "never", "anymore") or t.dep_ == "advcl"
+               for t in words)
+
+
+def _request(words: list[Token]) -> bool:
     """An imperative ("suggest a movie", "go on then") or "you" as the subject ("you could remind me")."""
-    for tok in _tokens(s):
-        if tok.dep_ == "ROOT":
+    inside = {t.i for t in words}
+    for tok in words:
+        if tok.head.i == tok.i or tok.head.i not in inside:
             subj = [c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
             return (not subj and tok.tag_ == "VB") or any(c.lower_ == "you" for c in subj)
     return False

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from .dates import TimeExpr
     from .text import Message
 
-Granularity = Literal["sentence", "message"]
-"""A memory per sentence, or per speaker turn (paragraph of plain text)."""
+Granularity = Literal["statement", "sentence", "message"]
+"""A memory per clause in the third person ("Maya lives in Lisbon."), per sentence verbatim, or per
+speaker turn (paragraph of plain text)."""
 
 
 ROLES: Final = frozenset({"user", "assistant", "system", "tool"})
@@ -82,7 +83,9 @@ class Sentence:
     mentions: list[Mention] = field(default_factory=list)
     times: list[TimeExpr] = field(default_factory=list)
     memory: int = -1
-    """Index of the extracted memory holding this sentence."""
+    """Index of the (first) extracted memory holding this sentence."""
+    statements: list[tuple[int, str]] = field(default_factory=list)
+    """Each memory made of it (one per clause with ``granularity="statement"``): index and text."""
 
     @classmethod
     def split(cls, messages: list[Message]) -> list[Sentence]:
