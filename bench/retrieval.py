@@ -2,7 +2,7 @@
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
         [--modes vector,fulltext,graph,hybrid,hybrid_minmax,no_graph,mem0] [--k 5,10] [--extract rules|none]
-        [--speaker-prefix] [--granularity sentence|message] [--home DIR] [--limit-collections N]
+        [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR] [--limit-collections N]
         [--limit-queries N] [--out result.json]
 
 Each collection is ingested into its own scope (``user_id`` = collection id) through the public API,
@@ -80,7 +80,7 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
     return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
 
 
-def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence",
+def build_config(backend: str, embedder: str, home: Path, granularity: str = "statement",
                  precision: str = "auto") -> MemoryConfig:
     store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "retrieval.db")}
     if backend == "neo4j":
@@ -339,8 +339,8 @@ def main() -> int:
                    help="embedder.precision of a sentence-transformers model")
     p.add_argument("--extract", choices=["rules", "none"], default="rules")
     p.add_argument("--speaker-prefix", action="store_true", help='store docs as "speaker: text"')
-    p.add_argument("--granularity", choices=["sentence", "message"], default="sentence",
-                   help="rule extraction: a memory per sentence or per doc")
+    p.add_argument("--granularity", choices=["statement", "sentence", "message"], default="statement",
+                   help="rule extraction: a memory per clause (the default), per sentence verbatim, or per doc")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="embed inside each add only (slower with a local transformer)")
     p.add_argument("--home", default=None,
