@@ -96,3 +96,11 @@ def test_statements_reach_the_store(tmp_path: object) -> None:
         m.add("I live in Lisbon and I work at Northwind.", user_id="maya", speaker="Maya")
         got = sorted(r["memory"] for r in m.get_all(user_id="maya")["results"])
     assert got == ["Maya lives in Lisbon.", "Maya works at Northwind."]
+
+
+def test_she_and_he_are_named_but_never_as_their_own_clause_subject(extractor: RuleExtractor) -> None:
+    out = run(extractor, "Maya: My sister Inês lives in Porto. She works at a bakery.")
+    assert texts(out) == ["Maya's sister Inês lives in Porto.", "Inês works at a bakery."]
+    # "him" is not Theo, the subject of its own clause, and Biscuit is no person: left as said
+    out = run(extractor, "Iris: We adopted a beagle called Biscuit. My son Theo adores him.")
+    assert texts(out)[-1] == "Iris's son Theo adores him."

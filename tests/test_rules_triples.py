@@ -57,7 +57,7 @@ def test_arguments_and_domain_range() -> None:
     knows, works = res.ontology.relation_info("knows"), res.ontology.relation_info("worksFor")
     assert knows is not None and works is not None
     t = make(res, ctx, "maya", knows, "ana")
-    assert t is not None and (t.source, t.target, t.valid_from, t.memory) == ("Maya", "Ana", "2024-06-14", 0)
+    assert t is not None and (t.source, t.target, t.valid_from) == ("Maya", "Ana", "2024-06-14")
     state.entities["porto"].set_type("City", 1)
     assert make(res, ctx, "porto", works, "ana") is None  # a City works for no one
     assert "porto" not in state.endpoints

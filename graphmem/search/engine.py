@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..config import DecayConfig, SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
-from ..models import MemoryRecord, Scope, iso, utcnow
+from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
+from .validity import Superseded, asks_about_past, demote, superseded
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -129,12 +130,14 @@ def search_steps(
         seeds = dict(Fusion(signals, text_cfg).top(cfg.graph.seed_memories))
         top = max(seeds.values(), default=0.0)
         seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
-        graph = yield Work(lambda: graph_candidates(sub, gq, ontology, n, cfg.graph, seeds))
+        speakers = frozenset(norm_name(a) for a in (records[i].actor_id for i in seeds if i in records) if a)
+        graph = yield Work(lambda: graph_candidates(sub, gq, ontology, n, cfg.graph, seeds, speakers))
         signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
     now = req.now or utcnow()
     # Decay only lowers a fused score, so once the next fused score is below the worst of the best
     # `needed` decayed ones, no later hit can enter them: the rest are neither built nor decayed.
-    needed = max(req.k, cfg.rerank.top_n) if reranker is not None else req.k
+    # twice what is returned: a superseded hit moved down leaves room for the next
+    needed = 2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k)
     ranked: list[tuple[float, Any]] = []
     floor: list[float] = []  # min-heap of the best `needed` decayed scores
     fusion = Fusion(signals, cfg)
@@ -155,6 +158,12 @@ def search_steps(
         else:
             heapq.heappushpop(floor, score)
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
+    replaced: dict[str, Superseded] = {}
+    moved: dict[str, float] = {}
+    if ranked:  # the current truth first (see search/validity.py), in a question about the present
+        replaced = superseded((yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))), ontology)
+        if replaced and req.as_of is None and not asks_about_past(req.text):
+            moved = demote(ranked, replaced)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]
@@ -167,10 +176,14 @@ def search_steps(
         if req.threshold is not None and score < req.threshold:
             continue
         item = {**rec.public(), "score": score}
+        if mid in replaced:
+            item.update(replaced[mid].public(ontology()))
         if req.explain:
             details: dict[str, Any] = {**fusion.details(mid), "fused": fused}
             if factor != 1.0:
                 details["decay"] = factor
+            if mid in moved:
+                details["superseded"] = moved[mid]
             if mid in reranked:
                 details["rerank"] = reranked[mid]
             if "graph" in details and mid in graph.paths:

@@ -11,8 +11,8 @@ The graph score of a memory is ``bridge_weight * bridge + traversal_weight * tra
 normalized score, cubed, times the specificity ``(1 + d) ** -specificity`` of an entity they
 mention, to the other memories that mention it too (``d`` memories mention it). Names the query
 carries are skipped, since the text signals weigh them already, and so are names more than
-``bridge_max_degree`` memories carry, and the scope's own user (whom every memory is about, however
-few there are). This is what lifts hybrid search on multi-hop questions above
+``bridge_max_degree`` memories carry, and the scope's own user and the seeds' speakers (what they
+say is about them, however few memories there are). This is what lifts hybrid search on multi-hop questions above
 the dense signal: the question names the first hop, and the answer's memory shares an entity with it.
 
 Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is
@@ -168,10 +168,11 @@ def graph_candidates(
     k: int,
     cfg: GraphSearchConfig,
     seeds: dict[str, float] | None = None,
+    speakers: frozenset[str] = frozenset(),
 ) -> GraphResult:
     """Top-``k`` memories of ``sub`` by graph score (see the module docstring). ``seeds``: memory id ->
-    score in [0, 1] of the seed memories. ``ontology`` may be a callable that loads it: it is only
-    needed once something was reached."""
+    score in [0, 1] of the seed memories; ``speakers``: the normalized names of who said them (no
+    bridge). ``ontology`` may be a callable that loads it: it is only needed once something was reached."""
     out = GraphResult()
     if not sub.entities:
         return out
@@ -196,7 +197,7 @@ def graph_candidates(
         traversal = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
     else:
         traversal = {mid: score for mid, (score, _) in walked.items()}
-    bridged = _bridge(sub, cfg, seeds or {})
+    bridged = _bridge(sub, cfg, seeds or {}, speakers)
     scores: dict[str, float] = {}
     for mid in traversal.keys() | bridged.keys():
         b = bridged[mid][0] if mid in bridged else 0.0
@@ -389,7 +390,8 @@ def _ppr(
     return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
 
 
-def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float]) -> dict[str, tuple[float, str, str]]:
+def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float],
+            speakers: frozenset[str] = frozenset()) -> dict[str, tuple[float, str, str]]:
     """Memory id -> (bridge score, seed memory, shared entity), see the module docstring. E.g. "the county
     *Johnnycake* is in": text finds the Johnnycake memory, which names McDowell County, and the
     answer's memory mentions McDowell County too. A seed's score is cubed so runner-up hits pass little."""
@@ -406,7 +408,7 @@ def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float]) -> d
     for seed, t in best:
         for eid in of_memory.get(seed, ()):
             degree = sub.degree.get(eid, 0)
-            if eid in linked or not 2 <= degree <= cfg.bridge_max_degree or _scope_user(sub.entities.get(eid)):
+            if eid in linked or not 2 <= degree <= cfg.bridge_max_degree or _who(sub.entities.get(eid), speakers):
                 continue
             score = t**3 * (1 + degree) ** -cfg.specificity
             for mid in by_entity[eid]:
@@ -415,13 +417,13 @@ def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float]) -> d
     return out
 
 
-def _scope_user(ent: Entity | None) -> bool:
-    """Whether the entity is the scope's own user (named, or aliased, by its ``user_id``): every memory
-    of the scope is about them, so sharing them is no second hop."""
-    if ent is None or not ent.user_id:
+def _who(ent: Entity | None, speakers: frozenset[str]) -> bool:
+    """Whether the entity is the scope's own user (named, or aliased, by its ``user_id``) or a speaker
+    of the seeds: what they say is about them, so sharing them is no second hop."""
+    if ent is None:
         return False
-    user = norm_name(ent.user_id)
-    return norm_name(ent.name) == user or any(norm_name(a) == user for a in ent.aliases)
+    names = {norm_name(ent.name), *(norm_name(a) for a in ent.aliases)}
+    return bool(names & speakers) or (ent.user_id is not None and norm_name(ent.user_id) in names)
 
 
 def _better(score: float, path: tuple[GraphStep, ...], other: float, other_path: tuple[GraphStep, ...]) -> bool:

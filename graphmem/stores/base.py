@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidInputError, UnsupportedError
 from ..filters import Filter
-from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope
+from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso
 
 Vector = npt.NDArray[np.float32]
 
@@ -308,6 +308,24 @@ class GraphQuery:
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
     vector: Vector | None = field(default=None, compare=False)
     """The query vector: the records come back with their cosine to it (``Subgraph.similarity``)."""
+
+
+@dataclass
+class FactStates:
+    """The validity of the facts one memory supports: what search needs to put the current truth first."""
+
+    open: int = 0
+    """Facts it supports that still hold."""
+    ended: int = 0
+    """Closed facts with no newer value ("I left Acme in May": still true as said)."""
+    superseded: list[tuple[Relation, Relation]] = field(default_factory=list)
+    """(closed fact, the open fact of the same subject and relation that replaced it)."""
+
+
+def successor_order(fact: Relation) -> tuple[str, str, str]:
+    """Which open fact of a subject and relation is its newest value: latest ``valid_from``, then
+    ``created_at``, then id (every backend picks the same)."""
+    return (iso(fact.valid_from) if fact.valid_from else "", iso(fact.created_at), fact.id)
 
 
 @dataclass
@@ -626,6 +644,25 @@ class Store(ABC):
     def relations(self, scope: Scope, *, memory_id: str | None = None, include_closed: bool = True) -> list[Relation]:
         """Facts in scope (optionally only those a memory supports), oldest first."""
         return self.list_facts(scope, FactQuery(memory_id=memory_id, include_closed=include_closed))
+
+    def fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
+        """For each memory of ``memory_ids`` that supports a fact: how its facts stand now (see
+        :class:`FactStates`); a fact's successor is the newest open fact with its source and relation.
+        This default reads fact by fact; the built-in stores answer in one read."""
+        out: dict[str, FactStates] = {}
+        for mid in dict.fromkeys(memory_ids):
+            for fact in self.list_facts(scope, FactQuery(memory_id=mid)):
+                state = out.setdefault(mid, FactStates())
+                if fact.valid_to is None:
+                    state.open += 1
+                    continue
+                later = [f for f in self.list_facts(scope, FactQuery(entity_ids=(fact.source_id,), relations=(
+                    fact.relation,), include_closed=False)) if f.source_id == fact.source_id and f.id != fact.id]
+                if later:
+                    state.superseded.append((fact, max(later, key=successor_order)))
+                else:
+                    state.ended += 1
+        return out
 
     @abstractmethod
     def graph_scopes(self) -> list[Scope]:

@@ -50,6 +50,7 @@ from .base import (
     EntityQuery,
     Expectations,
     FactQuery,
+    FactStates,
     GraphQuery,
     GraphWrite,
     MemoryPatch,
@@ -657,6 +658,10 @@ class SQLiteStore(Store):
     def list_facts(self, scope: Scope, query: FactQuery) -> list[Relation]:
         with self._read() as conn:
             return graph.list_facts(conn, scope, query)
+
+    def fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
+        with self._read() as conn:
+            return graph.fact_states(conn, scope, memory_ids)
 
     def graph_scopes(self) -> list[Scope]:
         with self._read() as conn:

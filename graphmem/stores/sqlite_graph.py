@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConflictError
 from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
-from .base import EntityQuery, FactQuery, GraphWrite, WriteResult
+from .base import EntityQuery, FactQuery, FactStates, GraphWrite, WriteResult, successor_order
 from .sqlite_sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
@@ -475,6 +475,37 @@ def list_facts(conn: sqlite3.Connection, scope: Scope, q: FactQuery) -> list[Rel
     _after("r", q.after, where, params)
     limit = "" if q.limit is None else f" LIMIT {int(q.limit)}"
     return _relations(conn, " AND ".join(where), params, order=f"ORDER BY r.created_at, r.id{limit}")
+
+
+def fact_states(conn: sqlite3.Connection, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
+    """See :meth:`Store.fact_states`: the memories' facts, then the newest open value of each closed one."""
+    sql, params = scope_sql(scope, alias="r")
+    ids = list(dict.fromkeys(memory_ids))
+    support: dict[str, list[str]] = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for rid, mid in conn.execute(
+            f"SELECT relation_id, memory_id FROM relation_support WHERE memory_id IN ({_marks(len(part))})", part
+        ):
+            support.setdefault(rid, []).append(mid)
+    facts = _relations(conn, f"r.id IN (SELECT value FROM json_each(?)) AND {sql}",
+                       [json.dumps(list(support)), *params])
+    out: dict[str, FactStates] = {}
+    for fact in facts:
+        later = None
+        if fact.valid_to is not None:
+            open_ones = _relations(conn, f"r.source_id = ? AND r.relation = ? AND r.valid_to IS NULL AND r.id <> ? "
+                                         f"AND {sql}", [fact.source_id, fact.relation, fact.id, *params])
+            later = max(open_ones, key=successor_order, default=None)
+        for mid in support[fact.id]:
+            state = out.setdefault(mid, FactStates())
+            if fact.valid_to is None:
+                state.open += 1
+            elif later is None:
+                state.ended += 1
+            else:
+                state.superseded.append((fact, later))
+    return out
 
 
 def quarantined(conn: sqlite3.Connection, scope: Scope, status: str | None) -> list[QuarantineEntry]:

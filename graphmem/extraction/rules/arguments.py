@@ -308,18 +308,7 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
     if ended and until is None:  # "I left Acme in May": the time is the end; none said: by now
         valid, until = None, valid or state.context.reference_time.date().isoformat()
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
-                           valid_to=until, memory=_stated_in(ctx.sent, target_name, src.name))
-
-
-def _stated_in(sent: Sentence, *names: str) -> int | None:
-    """The memory of the sentence that states the fact: of its statements, the first naming the target,
-    else the source, else its first."""
-    for name in names:
-        low = name.casefold()
-        for index, text in sent.statements:
-            if low in text.casefold():
-                return index
-    return sent.memory if sent.memory >= 0 else None
+                           valid_to=until)
 
 
 def _may_be_a_person(res: Resources, allowed: tuple[str, ...]) -> bool:

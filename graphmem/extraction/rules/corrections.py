@@ -27,6 +27,7 @@ _AFTER: Final = ("mean", "meant", "'s", "’s", "is", "it's")
 class Said:
     speaker: str | None
     triple: ExtractedTriple
+    sentence: Sentence
 
 
 def is_correction(sent: Sentence) -> bool:
@@ -45,7 +46,7 @@ def apply(res: Resources, ctx: SentenceView, new: list[ExtractedTriple], said: l
             for i in mine:
                 old = said[i].triple
                 if old.source == t.source and old.relation == t.relation and old.target != t.target:
-                    said[i] = Said(speaker, _retracted)
+                    said[i] = Said(speaker, _retracted, ctx.sent)
         said[:] = [s for s in said if s.triple is not _retracted]
         return new
     value, old_value = _new_and_old(res, ctx)
@@ -55,7 +56,7 @@ def apply(res: Resources, ctx: SentenceView, new: list[ExtractedTriple], said: l
         old = said[i].triple
         if old_value is None or norm(old_value) in norm(old.target).split() or norm(old.target) == norm(old_value):
             target = _replace(old.target, old_value, value)
-            said[i] = Said(speaker, old.model_copy(update={"target": target}))
+            said[i] = Said(speaker, old.model_copy(update={"target": target}), ctx.sent)  # where it is said now
             was, now = ctx.state.index.get(norm(old.target)), ctx.state.index.get(norm(target))
             if was is not None and now is not None and now != was:  # Porto takes the type Lisbon had
                 ctx.state.entities[now].set_type(ctx.state.entities[was].type, 2)

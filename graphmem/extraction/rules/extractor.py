@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
 from .resources import Resources, load
@@ -11,6 +11,7 @@ from .state import NOT_THE_USER, ROLES, ChunkState, Granularity, Sentence, norm,
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from spacy.tokens import Token
 
     from ...embedding import Embedder
     from ...ontology import Ontology
@@ -99,10 +100,12 @@ class RuleExtractor(Extractor):
         # speakers' names, also those learnt from an introduction: "Hello, I'm Kenji." says nothing more
         spoken = [*context.speakers, *(state.entities[k].name for k in state.speakers.values())]
         names = frozenset(w for s in spoken for w in s.casefold().split())
+        stated = _triples(res, state)  # first: reading the facts types the people "she" may stand for
+        _name_pronouns(res, state)
         found, skipped = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
                                            small_talk=self.small_talk, names=names, roles=context.roles,
                                            speakers=_speaker_names(state))
-        triples = _triples(res, state)
+        triples = [t.model_copy(update={"memory": _stated_in(sent, t.target, t.source)}) for sent, t in stated]
         return Extraction(memories=found, entities=entities.output(state), triples=triples, skipped=skipped)
 
 
@@ -122,10 +125,21 @@ def _speaker_names(state: ChunkState) -> dict[str, str]:
     return out
 
 
-def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
+def _stated_in(sent: Sentence, *names: str) -> int | None:
+    """The memory of the sentence that states a fact: of its statements, the first naming the target,
+    else the source, else its first."""
+    for name in names:
+        low = name.casefold()
+        for index, text in sent.statements:
+            if low in text.casefold():
+                return index
+    return sent.memory if sent.memory >= 0 else None
+
+
+def _triples(res: Resources, state: ChunkState) -> list[tuple[Sentence, ExtractedTriple]]:
     """The triples of every statement (questions and an assistant's turns state nothing), first of each
-    (source, relation, target); a correcting sentence replaces what its speaker said before instead of
-    adding to it."""
+    (source, relation, target), with the sentence saying it; a correcting sentence replaces what its
+    speaker said before instead of adding to it."""
     from . import corrections
     from .arguments import SentenceView
     from .triples import sentence_triples
@@ -137,15 +151,61 @@ def _triples(res: Resources, state: ChunkState) -> list[ExtractedTriple]:
             found = sentence_triples(res, state, sent)
             if corrections.is_correction(sent):
                 found = corrections.apply(res, SentenceView.of(state, sent), found, said)
-            said += [corrections.Said(sent.msg.speaker, t) for t in found]
+            said += [corrections.Said(sent.msg.speaker, t, sent) for t in found]
         _remember_person(res, state, sent)
-    out: dict[tuple[str, str, str], ExtractedTriple] = {}
+    out: dict[tuple[str, str, str], tuple[Sentence, ExtractedTriple]] = {}
     for s in said:
         key = (s.triple.source, s.triple.relation, s.triple.target)
-        first = out.setdefault(key, s.triple)
+        where, first = out.setdefault(key, (s.sentence, s.triple))
         if s.triple.valid_to is not None and first.valid_to is None:  # "I work at Acme. I quit in May."
-            out[key] = first.model_copy(update={"valid_to": s.triple.valid_to})
+            out[key] = (where, first.model_copy(update={"valid_to": s.triple.valid_to}))
     return list(out.values())
+
+
+def _name_pronouns(res: Resources, state: ChunkState) -> None:
+    """Each "she"/"he"/"her"/"his"/"him" of a parsed sentence -> the last person named before it in the
+    chunk (not a speaker, nor the subject of its own clause: "Theo adores him" is not Theo), so a
+    statement says who ("Lily wants to learn chess")."""
+    named: list[tuple[str, Token | None]] = []  # (entity key, the mention's head token), in order
+    for sent in state.sentences:
+        label = sent.msg.speaker
+        me = None if label is None else state.speakers.get(label) or state.index.get(norm(label))
+        doc = sent.msg.doc
+        people = {m.start: m for m in sent.mentions if m.key != me and _a_person(res, state, m.key)}
+        for k in range(sent.start, sent.end):
+            if k in people:
+                named.append((people[k].key, doc[people[k].end - 1] if doc is not None else None))
+            tok = doc[k] if doc is not None else None
+            if tok is None or tok.pos_ != "PRON" or tok.lower_ not in _THIRD_PERSON:
+                continue
+            verb = _verb_of(tok)
+            who = next((key for key, head in reversed(named)
+                        if head is None or head.doc is not doc or _phrase(head).dep_ not in ("nsubj", "nsubjpass")
+                        or _verb_of(head).i != verb.i or tok.dep_ in ("nsubj", "nsubjpass")), None)
+            if who is not None:
+                sent.pronouns[k] = state.entities[who].name
+
+
+def _phrase(tok: Token) -> Token:
+    """The head of the noun phrase a name stands in ("Theo" in "my son Theo" -> "son")."""
+    while tok.dep_ in ("appos", "compound", "flat") and tok.head.i != tok.i:
+        tok = tok.head
+    return tok
+
+
+def _verb_of(tok: Token) -> Token:
+    """The verb of the clause a word belongs to."""
+    while tok.pos_ not in ("VERB", "AUX") and tok.head.i != tok.i:
+        tok = tok.head
+    return tok
+
+
+_THIRD_PERSON: Final = frozenset({"she", "he", "her", "his", "him"})
+
+
+def _a_person(res: Resources, state: ChunkState, key: str) -> bool:
+    ent = state.entities.get(key)
+    return ent is not None and not ent.speaker and res.lexicon.is_person(ent.type)
 
 
 def _remember_person(res: Resources, state: ChunkState, sent: Sentence) -> None:
@@ -153,7 +213,6 @@ def _remember_person(res: Resources, state: ChunkState, sent: Sentence) -> None:
     label = sent.msg.speaker
     me = None if label is None else state.speakers.get(label) or state.index.get(norm(label))
     for m in reversed(sent.mentions):
-        ent = state.entities.get(m.key)
-        if ent is not None and m.key != me and not ent.speaker and res.lexicon.is_person(ent.type):
+        if m.key != me and _a_person(res, state, m.key):
             state.recent_person = m.key
             return

@@ -62,7 +62,10 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
             _keep(eng, out, group, text, [t for s in group for t in s.times])
             continue
         said = [s for s in group if small_talk or len(group) == 1 or not is_phatic(s, names)]
-        pieces = _pieces(said, (speakers or {}).get(msg.speaker or ""), min_words)
+        carried = [len(said) > 1 and (is_phatic(s, names) or (s.msg.speaker is None and
+                                                               sum(s.msg.alnum[s.start:s.end]) < min_words))
+                   for s in said]
+        pieces = _pieces(said, carried, (speakers or {}).get(msg.speaker or ""))
         to_assistant = _to_assistant(msg.speaker, roles, addressed)
         for s, st in pieces:
             words = [s.msg.doc[k] for k in st.tokens] if s.msg.doc is not None else []
@@ -79,13 +82,14 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
     return out, skipped
 
 
-def _pieces(said: list[Sentence], name: str | None, min_words: int) -> list[tuple[Sentence, Statement]]:
-    """Each sentence's statements; in plain text (no speaker), a short one of several ("Hank Snow" heading
-    "Hank Snow was a singer.") is kept verbatim in front of the next statement (or after the last)."""
+def _pieces(said: list[Sentence], carried: list[bool], name: str | None) -> list[tuple[Sentence, Statement]]:
+    """Each sentence's statements; a ``carried`` one (a pleasantry kept with ``small_talk``, a short heading
+    of plain text: "Hank Snow" before "Hank Snow was a singer.") is kept verbatim in front of the next
+    statement (or after the last) instead of standing alone."""
     out: list[tuple[Sentence, Statement]] = []
     carry: list[Sentence] = []
-    for s in said:
-        if s.msg.speaker is None and len(said) > 1 and sum(s.msg.alnum[s.start:s.end]) < min_words:
+    for s, along in zip(said, carried, strict=True):
+        if along:
             carry.append(s)
             continue
         for st in statements(s, name):
@@ -95,9 +99,10 @@ def _pieces(said: list[Sentence], name: str | None, min_words: int) -> list[tupl
             out.append((s, st))
     if carry and out:
         s, st = out[-1]
-        out[-1] = (s, Statement(" ".join([st.text, *(c.text for c in carry)]), st.tokens))
+        out[-1] = (s, Statement(st.text + s.msg.text[s.char_end:carry[-1].char_end], st.tokens))
     elif carry:
-        out = [(carry[0], Statement(" ".join(c.text for c in carry), tuple(range(carry[0].start, carry[-1].end))))]
+        out = [(carry[0], Statement(carry[0].msg.text[carry[0].char_start:carry[-1].char_end],
+                                    tuple(range(carry[0].start, carry[-1].end))))]
     return out
 
 

@@ -84,6 +84,8 @@ class Sentence:
     times: list[TimeExpr] = field(default_factory=list)
     memory: int = -1
     """Index of the (first) extracted memory holding this sentence."""
+    pronouns: dict[int, str] = field(default_factory=dict)
+    """Token of a "she"/"he"/"her"/"his" -> the name of the person it stands for."""
     statements: list[tuple[int, str]] = field(default_factory=list)
     """Each memory made of it (one per clause with ``granularity="statement"``): index and text."""
 

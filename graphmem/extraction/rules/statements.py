@@ -6,7 +6,8 @@ and names who it is about (a question says "Maya", not "I"). The parse decides, 
 clauses are a verb's coordinated verbs (``conj``, borrowing the subject they share) and comma-joined
 clauses with their own subject ("I'm 34, I was born in Curitiba"); a comma-set apposition of a name
 ("Brightleaf, a solar startup based in Munich,") is a statement of its own. First-person singular words
-become the speaker's name and the verb agrees; with no name known they stay as said. Unparsed text
+become the speaker's name and the verb agrees; with no name known they stay as said. "She" and "he" take
+the name of the person they stand for when the extractor knows it (``Sentence.pronouns``). Unparsed text
 (long documents, an assistant's turns) stays one verbatim statement.
 """
 
@@ -44,7 +45,8 @@ def statements(sent: Sentence, name: str | None) -> list[Statement]:
     toks = list(msg.doc[sent.start:sent.end])
     heads = [t for t in toks if _is_clause(t, sent)]
     appositions = [t for t in toks if _is_apposition(t, sent)]
-    if len(heads) == 1 and not appositions and (name is None or not any(_first_person(t) for t in toks)):
+    if len(heads) == 1 and not appositions and not sent.pronouns and \
+            (name is None or not any(_first_person(t) for t in toks)):
         return [_verbatim(sent)]  # one clause, nothing to rewrite: as said
     cut = {t.i for t in heads} | {t.i for t in appositions}
     out: list[Statement] = []
@@ -53,12 +55,12 @@ def statements(sent: Sentence, name: str | None) -> list[Statement]:
         if not any(t.dep_ in _SUBJECTS for t in words):
             words = sorted([*_borrowed_subject(head, sent), *words], key=lambda t: t.i)
         words = [t for t in words if not any(a.i <= t.i <= _last(a) for a in appositions)]
-        if (piece := _render(words, name)) is not None:
+        if (piece := _render(words, name, sent.pronouns)) is not None:
             out.append(piece)
     for app in appositions:
         subject = [t for t in app.head.subtree if t == app.head or (t.i < app.i and t.dep_ in ("compound", "flat"))]
         said = [t for t in app.subtree if t.i <= _last(app)]
-        if (piece := _render([*subject, *said], name, copula=said[0].i)) is not None:
+        if (piece := _render([*subject, *said], name, sent.pronouns, copula=said[0].i)) is not None:
             out.append(piece)
     out.sort(key=lambda s: s.tokens[0])
     return out or [_verbatim(sent)]
@@ -122,9 +124,9 @@ def _borrowed_subject(head: Token, sent: Sentence) -> list[Token]:
     return []
 
 
-def _render(words: list[Token], name: str | None, copula: int = -1) -> Statement | None:
-    """The words as a sentence: edges trimmed, first person made third, a capital and a full stop.
-    ``copula`` puts "is" before that token (an apposition's "X is a Y")."""
+def _render(words: list[Token], name: str | None, pronouns: dict[int, str], copula: int = -1) -> Statement | None:
+    """The words as a sentence: edges trimmed, first person made third, "she"/"he" named (``pronouns``),
+    a capital and a full stop. ``copula`` puts "is" before that token (an apposition's "X is a Y")."""
     words = [t for k, t in enumerate(words) if not (t.is_punct and _beside_gap(words, k))]
     while words and (words[0].dep_ in _EDGE or words[0].is_punct):
         words = words[1:]
@@ -137,7 +139,8 @@ def _render(words: list[Token], name: str | None, copula: int = -1) -> Statement
     for k, t in enumerate(words):
         if t.i == copula:
             parts.append(" is")
-        word = _word(t, name, agree)
+        word = _word(t, name, agree) if t.i not in pronouns else \
+            f"{pronouns[t.i]}'s" if t.tag_ == "PRP$" else pronouns[t.i]
         if parts and (k == 0 or words[k - 1].i != t.i - 1 or words[k - 1].whitespace_ or
                       (word != t.text and word[0].isalnum() and not t.text[0].isalnum())):
             word = " " + word

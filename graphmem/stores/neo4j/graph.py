@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ...models import Entity, QuarantineEntry, Relation, Scope, to_utc
-from ..base import EntityQuery, FactQuery, GraphContext, Subgraph
+from ..base import EntityQuery, FactQuery, FactStates, GraphContext, Subgraph
 from .cypher import conjunction, exact_scope_where, scope_where
 from .cypher import graph as q
 from .records import gone, to_entity, to_quarantine, to_relation, unique
@@ -125,6 +125,28 @@ def list_facts(scope: Scope, query: FactQuery) -> Statements[list[Relation]]:
     else:
         text = q.list_facts(scope, scope_where(scope, "s", params), conjunction(*where, cond), limit)
     return [to_relation(row) for row in (rec.data() for rec in (yield run(text, params))) if not gone(row["fact"])]
+
+
+def fact_states(scope: Scope, memory_ids: Sequence[str]) -> Statements[dict[str, FactStates]]:
+    """See :meth:`Store.fact_states`: one statement."""
+    params: dict[str, Any] = {"mids": unique(memory_ids)}
+    text = q.fact_states(scope_where(scope, "m", params), scope_where(scope, "r", params),
+                         scope_where(scope, "n", params))
+    out: dict[str, FactStates] = {}
+    for row in (rec.data() for rec in (yield run(text, params))):
+        if gone(row["fact"]):
+            continue
+        fact = to_relation(row)
+        state = out.setdefault(row["mid"], FactStates())
+        if fact.valid_to is None:
+            state.open += 1
+        elif row["next"] is None or gone(row["next"]):
+            state.ended += 1
+        else:
+            state.superseded.append((fact, to_relation({"fact": row["next"], "source": row["source"],
+                                                        "target": row["next_target"], "value": row["next_value"],
+                                                        "datatype": row["next_datatype"]})))
+    return out
 
 
 # -- the primitive reads of the walk (stores/walk.py) ---------------------------------------------

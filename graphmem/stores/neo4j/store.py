@@ -20,6 +20,7 @@ from ..base import (
     Candidates,
     EntityQuery,
     FactQuery,
+    FactStates,
     GraphContext,
     GraphQuery,
     GraphWrite,
@@ -232,6 +233,13 @@ class Neo4jStore(Store):
 
     def job_list_facts(self, scope: Scope, query: FactQuery) -> Job[list[Relation]]:
         return Job("read", "list_facts", lambda: graph.list_facts(scope, query))
+
+    def fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
+        return self._db.perform(self.job_fact_states(scope, memory_ids))
+
+    def job_fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> Job[dict[str, FactStates]]:
+        return Job("read", "fact_states", lambda: graph.fact_states(scope, memory_ids)) if memory_ids \
+            else Job.done({})
 
     # the primitive reads of the walk (stores/walk.py): the Neo4j search does the walk in one
     # statement instead, and the parity test holds the two equal

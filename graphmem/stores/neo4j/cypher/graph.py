@@ -361,6 +361,25 @@ def facts(fact_where: str) -> str:
     )
 
 
+def fact_states(memory_where: str, fact_where: str, next_where: str) -> str:
+    """The facts the memories ``$mids`` support (a memory mentions every fact's subject, so the facts
+    are found from its mentions), each with the newest open fact of its subject and relation when
+    it is closed (``successor_order``: valid_from, created_at, id, latest first)."""
+    return (
+        "UNWIND $mids AS mid MATCH (m:Memory {id: mid}) WHERE " + memory_where + " "
+        "MATCH (m)-[:MENTIONS]->(s:Entity)-[r:!MENTIONS]->(o) WHERE mid IN coalesce(r.memory_ids, []) AND "
+        + fact_where + " "
+        "CALL (s, r) { OPTIONAL MATCH (s)-[n:!MENTIONS]->(no) WHERE r.valid_to IS NOT NULL AND "
+        "n.relation = r.relation AND n.valid_to IS NULL AND n.id <> r.id AND " + next_where + " "
+        "RETURN n, no ORDER BY coalesce(toString(n.valid_from), '') DESC, toString(n.created_at) DESC, n.id DESC "
+        "LIMIT 1 } "
+        f"RETURN mid, {FACT_COLUMNS}, "
+        f"CASE WHEN n IS NULL THEN null ELSE {rel_proj('n')} END AS next, "
+        "CASE WHEN no:Entity THEN no.id END AS next_target, CASE WHEN no:Value THEN no.value END AS next_value, "
+        "CASE WHEN no:Value THEN no.datatype END AS next_datatype"
+    )
+
+
 FACT_OF_MEMORY: Final = "$mid IN coalesce(r.memory_ids, [])"
 FACT_OPEN: Final = "r.valid_to IS NULL"
 GRAPH_SCOPES: Final = (

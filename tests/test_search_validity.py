@@ -1,0 +1,79 @@
+"""Search knows validity (issue 37): a memory whose facts newer values replaced ranks below the memory
+that states the newer value, unless the question is about the past; every such hit says so."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from graphmem import Memory
+from graphmem.models import utcnow
+from graphmem.search.validity import asks_about_past
+from graphmem.stores.base import Store
+
+
+def lives(mem: Memory, uid: str, text: str, city: str) -> str:
+    out = mem.add(text, user_id=uid, infer=False, triples=[{
+        "source": "Maya", "relation": "livesIn", "target": city, "source_type": "Person", "target_type": "City"}])
+    mid: str = out["results"][0]["id"]
+    return mid
+
+
+def test_the_current_value_ranks_first_and_the_old_one_says_why(mem: Memory, uid: str) -> None:
+    lisbon = lives(mem, uid, "Maya lives in Lisbon and loves it there", "Lisbon")
+    porto = lives(mem, uid, "Maya moved to Porto", "Porto")
+    # the old memory matches the question's words better: without validity it would rank first
+    out = mem.search("where does Maya live and love it", user_id=uid, explain=True)
+    hits = {h["id"]: h for h in out["results"]}
+    assert [h["id"] for h in out["results"]][:2] == [porto, lisbon]
+    old = hits[lisbon]
+    assert old["superseded_by"]["memory_id"] == porto and old["superseded_by"]["relation"] == "livesIn"
+    assert old["valid_to"] is not None and "superseded" in old["score_details"]
+    assert old["score"] < hits[porto]["score"]
+    assert "superseded_by" not in hits[porto]
+
+
+def test_a_question_about_the_past_is_not_adjusted(mem: Memory, uid: str) -> None:
+    lisbon = lives(mem, uid, "Maya lives in Lisbon and loves it there", "Lisbon")
+    lives(mem, uid, "Maya moved to Porto", "Porto")
+    for query, kwargs in (("where did Maya live and love it", {}),
+                          ("where does Maya live and love it", {"as_of": utcnow() + timedelta(seconds=1)})):
+        out = mem.search(query, user_id=uid, explain=True, **kwargs)
+        first = out["results"][0]
+        assert first["id"] == lisbon and "superseded" not in first["score_details"]
+        assert first["superseded_by"]["relation"] == "livesIn"  # still said
+
+
+def test_an_ended_fact_is_not_superseded(mem: Memory, uid: str) -> None:
+    out = mem.add("Maya left Initech in May", user_id=uid, infer=False, triples=[{
+        "source": "Maya", "relation": "worksFor", "target": "Initech", "source_type": "Person",
+        "target_type": "Organization", "valid_to": "2024-05-01"}])
+    left = out["results"][0]["id"]
+    hit = mem.search("where did Maya work", user_id=uid)["results"][0]
+    assert hit["id"] == left and "superseded_by" not in hit
+
+
+def test_the_store_answers_as_the_generic_reading_does(mem: Memory, uid: str) -> None:
+    """The built-in stores read fact states in one statement; the base class's fact-by-fact reading
+    is the oracle."""
+    ids = [lives(mem, uid, f"Maya lives in {c}", c) for c in ("Lisbon", "Porto", "Braga")]
+    scope = {"user_id": uid, "agent_id": None, "run_id": None}
+    from graphmem.models import Scope
+
+    s = Scope(**scope)
+    own = mem.store.fact_states(s, ids)
+    generic = Store.fact_states(mem.store, s, ids)
+    assert own == generic
+    assert [own[i].open for i in ids] == [0, 0, 1]
+    assert [[(old.relation, new.id) for old, new in own[i].superseded] for i in ids[:2]] == \
+        [[(own[ids[0]].superseded[0][0].relation, own[ids[0]].superseded[0][1].id)]] * 2
+
+
+@pytest.mark.parametrize(("question", "past"), [
+    ("where does Maya live?", False), ("what is her job title now?", False), ("how old is Maya?", False),
+    ("where did Maya live before Porto?", True), ("what was her job in 2023?", True),
+    ("where did she work previously?", True), ("her old address?", True),
+])
+def test_questions_about_the_past(question: str, past: bool) -> None:
+    assert asks_about_past(question) is past
