@@ -11,7 +11,7 @@ import math
 import numbers
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,21 @@ def when(value: object, name: str) -> datetime | None:
         raise InvalidInputError(f"{name} must be a datetime, ISO-8601 string or Unix seconds, "
                                 f"got {type(value).__name__}")
     return parse_datetime(value, what=name)  # type: ignore[arg-type]  # any real number is seconds
+
+
+def expiration_date(value: object) -> datetime | None:
+    """mem0's ``expiration_date``: a ``YYYY-MM-DD`` day (or a ``date``), inclusive, in UTC; the memory
+    expires when the next day begins."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = date.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInputError(f"expiration_date must be a YYYY-MM-DD date, got {short(value)}") from None
+    if isinstance(value, datetime) or not isinstance(value, date):
+        raise InvalidInputError(f"expiration_date must be a YYYY-MM-DD date, got {type(value).__name__}")
+    return datetime.combine(value + timedelta(days=1), time.min, tzinfo=UTC)
 
 
 def messages(messages: MessagesInput, limits: LimitsConfig, speaker: str | None = None) -> list[Message]:

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -439,37 +437,3 @@ def warn_no_reranker() -> None:
     warnings.warn("search(rerank=True), but no reranker is configured (search.rerank.model, or a mem0 "
                   "reranker section): the results keep their fused order", Mem0CompatWarning,
                   stacklevel=_caller_level())
-
-
-class ScopeMemo:
-    """The scope of each memory id a Memory has returned (the most recent ``size``), so that mem0's
-    by-id calls (``get(id)``, ``update(id, ...)``, ``delete(id)``, ``history(id)``, which mem0 does not
-    scope) work here too. Only a Memory built from a mem0-style configuration keeps one: an id seen
-    in a result is one the caller already read in that scope, and it is the memory's own scope that
-    is used, so no call reaches further than the call that returned the id."""
-
-    def __init__(self, size: int = 100_000) -> None:
-        self._size = size
-        self._scopes: OrderedDict[str, tuple[str | None, str | None, str | None]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, items: Iterable[Mapping[str, Any]], scope: Scope) -> None:
-        """``items`` (results with ``id`` and, when the store returned them, the memory's scope
-        fields); ``scope``: the call's, for items without their own (``add``'s results)."""
-        rows: list[tuple[str, tuple[str | None, str | None, str | None]]] = []
-        for item in items:
-            memory_id = item.get("id")
-            if isinstance(memory_id, str):
-                own = (item.get("user_id"), item.get("agent_id"), item.get("run_id"))
-                rows.append((memory_id, own if any(own) else (scope.user_id, scope.agent_id, scope.run_id)))
-        with self._lock:
-            for memory_id, ids in rows:
-                self._scopes[memory_id] = ids
-                self._scopes.move_to_end(memory_id)
-            while len(self._scopes) > self._size:
-                self._scopes.popitem(last=False)
-
-    def scope_of(self, memory_id: str) -> Scope | None:
-        with self._lock:
-            ids = self._scopes.get(memory_id)
-        return None if ids is None else Scope(user_id=ids[0], agent_id=ids[1], run_id=ids[2])

@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import ValidationError
@@ -24,6 +24,8 @@ from .embedding import Embedder, EmbedderPin, create_embedder
 from .embedding.pin import reembed_args
 from .errors import EmbedderMismatchError, InvalidInputError, NotFoundError, ScopeError, short
 from .extraction import Extractor
+from .filters import And
+from .filters import parse as parse_filters
 from .inputs import MessagesInput
 from .models import (
     EventType,
@@ -33,6 +35,7 @@ from .models import (
     Scope,
     check_id,
     clean_text,
+    iso,
     utcnow,
 )
 from .pipeline import TripleInput, parse_triples
@@ -80,7 +83,7 @@ def _batch(size: int) -> int:
 
 
 _ADD_ITEM_KEYS = frozenset({"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type",
-                            "timestamp", "triples", "expires_at", "speaker"})
+                            "timestamp", "triples", "expires_at", "expiration_date", "speaker"})
 """What an ``add_many`` item may hold: ``add``'s arguments."""
 
 _MAX_BATCH = 100_000
@@ -105,10 +108,8 @@ class Memory:
         replace what the configuration would build, e.g. a store of your own or an extractor for
         your domain (any :class:`~graphmem.extraction.Extractor`).
 
-        A mem0-style ``config`` is translated (:mod:`graphmem.mem0`), and such a Memory also takes
-        mem0's unscoped by-id calls for the ids it has returned (:class:`~graphmem.mem0.ScopeMemo`)."""
+        A mem0-style ``config`` is translated (:mod:`graphmem.mem0`)."""
         self.config = compat.load_config(config)
-        self._ids = compat.ScopeMemo() if compat.is_mem0_config(config) else None
         self.store = store or create_store(self.config)
         self.embedder = self._pinned_embedder(embedder)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)
@@ -241,6 +242,7 @@ class Memory:
         triples: Sequence[dict[str, Any] | TripleInput] | None = None,
         expires_at: datetime | str | None = None,
         speaker: str | None = None,
+        expiration_date: date | str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
@@ -259,7 +261,8 @@ class Memory:
         are linked to these memories as provenance. Facts that fail the SHACL shapes are not written to
         the graph but quarantined with their reasons (``relations.rejected``; see :meth:`rejected`).
         Everything is written in one transaction. ``expires_at``: after it, search no longer returns
-        the memories stored by this call (they stay readable with ``get``/``get_all`` and history).
+        the memories stored by this call, nor ``get_all`` (``get`` by id and history still do);
+        ``expiration_date`` is mem0's form of it (``"YYYY-MM-DD"``, the last day it holds, in UTC).
         ``speaker``: the name of whoever says the user messages that carry no ``name`` ("I live in
         Oslo" is then that person's fact); without one, "I" is the scope's user (``user_id``).
         Text the extractor leaves out (an assistant's turns, small talk, questions to the assistant)
@@ -268,9 +271,9 @@ class Memory:
         now = utcnow()
         request = self._add_request(now, messages, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                     metadata=metadata, infer=infer, memory_type=memory_type, timestamp=timestamp,
-                                    triples=triples, expires_at=expires_at, speaker=speaker)
+                                    triples=triples, expires_at=expires_at, speaker=speaker,
+                                    expiration_date=expiration_date)
         out = yield from self._ingestor.add_steps(request, now)
-        self._remember(out["results"], request.scope)
         return out
 
     @_operation
@@ -286,6 +289,7 @@ class Memory:
         memory_type: MemoryType | str | None = None,
         expires_at: datetime | str | None = None,
         speaker: str | None = None,
+        expiration_date: date | str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Many :meth:`add` calls in bulk: a conversation history, an import, an agent's backlog.
 
@@ -309,7 +313,8 @@ class Memory:
             raise InvalidInputError(f"{len(items)} items in one add_many; the limit is "
                                     f"{self.config.limits.max_batch} (limits.max_batch)")
         defaults = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "metadata": metadata, "infer": infer,
-                    "memory_type": memory_type, "expires_at": expires_at, "speaker": speaker}
+                    "memory_type": memory_type, "expires_at": expires_at, "speaker": speaker,
+                    "expiration_date": expiration_date}
         now = utcnow()
         requests = []
         for i, item in enumerate(items):
@@ -323,8 +328,6 @@ class Memory:
             except InvalidInputError as exc:
                 raise InvalidInputError(f"items[{i}]: {exc}") from None
         outs = yield from self._ingestor.add_many_steps(requests, now)
-        for req, out in zip(requests, outs, strict=True):
-            self._remember(out["results"], req.scope)
         return {"items": outs}
 
     def _add_request(
@@ -332,11 +335,14 @@ class Memory:
         run_id: str | None, metadata: dict[str, Any] | None, infer: bool, memory_type: MemoryType | str | None,
         expires_at: datetime | str | None, timestamp: datetime | str | int | float | None = None,
         triples: Sequence[dict[str, Any] | TripleInput] | None = None, speaker: str | None = None,
+        expiration_date: date | str | None = None,
     ) -> AddRequest:
         """``add``'s arguments checked (each with a typed error naming it)."""
         limits = self.config.limits
         scope = Scope.of(user_id, agent_id, run_id)
-        expires = inputs.when(expires_at, "expires_at")
+        if expires_at is not None and expiration_date is not None:
+            raise InvalidInputError("give expires_at or expiration_date (mem0's name), not both")
+        expires = inputs.when(expires_at, "expires_at") or inputs.expiration_date(expiration_date)
         if expires is not None and expires <= now:
             raise InvalidInputError(f"expires_at {expires.isoformat()} is not in the future")
         msgs = inputs.messages(messages, limits, speaker)
@@ -410,7 +416,6 @@ class Memory:
         text = clean_text(data, what="data", max_chars=limit) if data is not None else None
         meta = inputs.metadata(metadata) if metadata is not None else None
         out = update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
-        self._remember([out], scope)
         return {**out, "message": "memory updated"}
 
     def delete(
@@ -444,7 +449,7 @@ class Memory:
     def get(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Steps[dict[str, Any]]:
-        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
+        scope = yield from self._scope_steps(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         record: MemoryRecord | None = yield Call("get", (memory_id, scope))
         if record is None:
@@ -462,23 +467,25 @@ class Memory:
         limit: int | None = None,
         top_k: int | None = None,
     ) -> Steps[dict[str, Any]]:
-        """The scope's memories, newest first. mem0-style, the scope may sit in ``filters``
-        (``filters={"user_id": "u1"}``) and the count be ``top_k`` (mem0 2.x) for ``limit``."""
+        """The scope's memories, newest first, expired ones left out (as mem0). mem0-style, the scope may
+        sit in ``filters`` (``filters={"user_id": "u1"}``) and the count be ``top_k`` (mem0 2.x) for ``limit``."""
         scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
         flt = inputs.filters(filters, self.config.limits)
+        live = parse_filters({"OR": [{"expires_at": None}, {"expires_at": {"gt": iso(utcnow())}}]})
+        assert live is not None
+        flt = live if flt is None else And((flt, live))
         limits = self.config.limits
         n = inputs.positive(compat.pick_count(top_k, limit), limits.get_all_limit, "limit", limits.max_list_limit,
                             "limits.max_list_limit")
         found: list[MemoryRecord] = yield Call("list_memories", (scope, flt, n))
         out = {"results": [r.public() for r in found]}
-        self._remember(out["results"], scope)
         return out
 
     @_operation
     def history(
         self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Steps[list[dict[str, Any]]]:
-        scope = self._scope_of(memory_id, user_id, agent_id, run_id)
+        scope = yield from self._scope_steps(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
         events: list[HistoryEvent] = yield Call("history", (memory_id, scope))
         if not events:
@@ -593,7 +600,6 @@ class Memory:
         cfg = self.config.search
         tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
         out = yield from search_steps(lambda: self.ontology, cfg, req, reranker, self._access.uses if tracked else None)
-        self._remember(out["results"], scope)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
             if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):
@@ -601,19 +607,20 @@ class Memory:
         return out
 
     def _scope_of(self, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None) -> Scope:
-        """A by-id call's scope: the one given; without one, on a mem0-style Memory, the scope of the
-        result this Memory returned the id in (mem0 does not scope by-id calls)."""
-        if self._ids is None or user_id is not None or agent_id is not None or run_id is not None:
-            return Scope.of(user_id, agent_id, run_id)
-        scope = self._ids.scope_of(memory_id) if isinstance(memory_id, str) else None
-        if scope is None:
-            raise ScopeError(f"memory {short(memory_id, 60)} was not returned by this Memory, so its scope is "
-                             "unknown: pass user_id, agent_id and/or run_id")
-        return scope
+        """A by-id call's scope: the one given, else the memory's own (as mem0, which does not scope
+        by-id calls: the Python caller holds the whole store; REST and MCP keys stay scoped)."""
+        return run(self._scope_steps(memory_id, user_id, agent_id, run_id), self._engines)
 
-    def _remember(self, items: Sequence[dict[str, Any]], scope: Scope) -> None:
-        if self._ids is not None:
-            self._ids.remember(items, scope)
+    def _scope_steps(
+        self, memory_id: str, user_id: str | None, agent_id: str | None, run_id: str | None
+    ) -> Steps[Scope]:
+        if user_id is not None or agent_id is not None or run_id is not None:
+            return Scope.of(user_id, agent_id, run_id)
+        check_id(memory_id, "memory_id")
+        scope: Scope | None = yield Call("scope_of", (memory_id,))
+        if scope is None:
+            raise NotFoundError(f"no memory {short(memory_id)}")
+        return scope
 
     def _reranker(self) -> Reranker | None:
         """The reranker given to the constructor, else the configured cross-encoder (loaded once)."""

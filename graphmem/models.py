@@ -217,9 +217,11 @@ class MemoryRecord(BaseModel):
         return Scope(user_id=self.user_id, agent_id=self.agent_id, run_id=self.run_id)
 
     def public(self) -> dict[str, Any]:
-        """The mem0-shaped dict the API returns (times as ISO strings)."""
+        """The mem0-shaped dict the API returns (times as ISO strings); ``updated_at`` is always there,
+        ``None`` until an update, as mem0 returns it."""
         out = self.model_dump(mode="json", exclude_none=True)
         out.setdefault("metadata", {})
+        out.setdefault("updated_at", None)
         return out
 
 

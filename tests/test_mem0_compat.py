@@ -22,8 +22,7 @@ import pytest
 
 from graphmem import AsyncMemory, Mem0CompatWarning, Mem0ConfigWarning, Memory, MemoryConfig
 from graphmem.errors import ConfigError, InvalidFilterError, InvalidInputError, NotFoundError, ScopeError
-from graphmem.mem0 import MEM0_DEFAULTS, ScopeMemo, is_mem0_config, load_config, translate_config
-from graphmem.models import Scope
+from graphmem.mem0 import MEM0_DEFAULTS, is_mem0_config, load_config, translate_config
 from graphmem.testing import StandinServer
 from graphmem.testing.standin import last_user_message
 from tests.conftest import NEO4J_PASSWORD, NEO4J_URI, NEO4J_USER, make_config
@@ -253,7 +252,9 @@ def test_update_takes_text_as_mem0_2_names_data(m0: Memory, uid: str) -> None:
         m0.update(mid, "Drinks water", text="Drinks juice")
 
 
-def test_unscoped_by_id_calls_use_the_scope_the_id_was_returned_in(m0: Memory, mem: Memory, uid: str) -> None:
+def test_unscoped_by_id_calls_find_the_memory_scope_in_the_store(m0: Memory, mem: Memory, uid: str) -> None:
+    """mem0 does not scope by-id calls; neither does the Python API (the caller holds the whole store),
+    with or without a mem0-style configuration, in any process. REST and MCP keys stay scoped."""
     other = f"{uid}-b"
     (mine,) = add_verbatim(m0, uid, "Speaks Portuguese")
     (theirs,) = add_verbatim(m0, other, "Speaks Italian")
@@ -261,34 +262,20 @@ def test_unscoped_by_id_calls_use_the_scope_the_id_was_returned_in(m0: Memory, m
     # an explicit scope is still checked by the store: another tenant's id is missing there
     with pytest.raises(NotFoundError):
         m0.get(theirs, user_id=uid)
-    # an id this Memory never returned has no known scope
-    with pytest.raises(ScopeError, match="not returned by this Memory"):
+    with pytest.raises(NotFoundError, match="no memory"):
         m0.get(str(uuid.uuid4()))
-    # a fresh Memory on the same store learns ids from what it returns (a listing here)
-    fresh = quiet_from_config(mem0_config(m0.info.backend, Path(str(m0.config.home))))
+    # a fresh Memory on the same store, graphmem's own configuration: no id was returned to it
+    fresh = Memory(m0.config)
     try:
-        with pytest.raises(ScopeError):
-            fresh.history(mine)
-        fresh.get_all(filters={"user_id": uid})
+        assert fresh.get(mine)["memory"] == "Speaks Portuguese"
         assert [r["event"] for r in fresh.history(mine)] == ["ADD"]
+        assert fresh.update(mine, "Speaks Portuguese and Spanish")["memory"] == "Speaks Portuguese and Spanish"
         fresh.delete(mine)
-        assert [r["event"] for r in fresh.history(mine)] == ["ADD", "DELETE"]  # history outlives the memory
+        assert [r["event"] for r in fresh.history(mine)] == ["ADD", "UPDATE", "DELETE"]  # history outlives it
+        with pytest.raises(NotFoundError):
+            fresh.get(mine)
     finally:
         fresh.close()
-    # graphmem's own configuration keeps every call scoped
-    (native,) = add_verbatim(mem, uid, "Speaks French")
-    for call in (mem.get, mem.history, mem.delete, lambda i: mem.update(i, "x")):
-        with pytest.raises(ScopeError, match="needs a scope"):
-            call(native)
-
-
-def test_scope_memo_is_bounded_and_uses_each_memory_own_scope() -> None:
-    memo = ScopeMemo(size=2)
-    call = Scope(user_id="u")
-    memo.remember([{"id": "a"}, {"id": "b", "user_id": "u", "agent_id": "x"}], call)
-    assert memo.scope_of("a") == call and memo.scope_of("b") == Scope(user_id="u", agent_id="x")
-    memo.remember([{"id": "c"}, {"memory": "no id"}], call)
-    assert memo.scope_of("a") is None and memo.scope_of("c") == call
 
 
 def test_async_memory_takes_the_same_conventions(tmp_path: Path) -> None:
@@ -630,3 +617,38 @@ def test_a_mem0_config_on_neo4j_reaches_the_neo4j_store(neo4j_available: bool, t
         assert m.cypher("MATCH (x:Memory {id: $id}) RETURN x.user_id AS u", {"id": mid}) == [{"u": uid}]
     native = make_config("neo4j", tmp_path)
     assert not is_mem0_config(native)
+
+
+def test_every_result_has_updated_at(mem: Memory, uid: str) -> None:
+    """mem0 returns ``updated_at`` on every memory, ``None`` until an update."""
+    (mid,) = add_verbatim(mem, uid, "Rides a red bicycle")
+    assert mem.search("bicycle", user_id=uid)["results"][0]["updated_at"] is None
+    assert mem.get(mid)["updated_at"] is None and mem.get_all(user_id=uid)["results"][0]["updated_at"] is None
+    mem.update(mid, "Rides a blue bicycle")
+    assert mem.get(mid)["updated_at"] is not None
+
+
+def test_expiration_date_hides_from_search_and_get_all_not_from_get(mem: Memory, uid: str) -> None:
+    """mem0's ``expiration_date``: a YYYY-MM-DD day, inclusive, in UTC; list-shaped reads hide the
+    memory once it passed, ``get`` by id still returns it."""
+    from datetime import timedelta
+
+    from graphmem.models import utcnow
+
+    today = utcnow().date()
+    (kept,) = add_verbatim(mem, uid, "Trial plan ends today", expiration_date=today.isoformat())
+    assert ids(mem.get_all(user_id=uid)) == [kept]
+    assert mem.get(kept)["expires_at"].startswith((today + timedelta(days=1)).isoformat())
+    with pytest.raises(InvalidInputError, match="YYYY-MM-DD"):
+        mem.add("x", user_id=uid, infer=False, expiration_date="next week")
+    with pytest.raises(InvalidInputError, match="not in the future"):
+        mem.add("x", user_id=uid, infer=False, expiration_date=(today - timedelta(days=1)).isoformat())
+    with pytest.raises(InvalidInputError, match="not both"):
+        mem.add("x", user_id=uid, infer=False, expiration_date=today.isoformat(), expires_at="2099-01-01")
+    # a memory past its time: hidden from get_all and search, still there by id
+    (gone,) = add_verbatim(mem, uid, "Seasonal menu is on", expires_at=utcnow() + timedelta(seconds=1))
+    import time
+
+    time.sleep(1.2)
+    assert gone not in ids(mem.get_all(user_id=uid)) and gone not in ids(mem.search("seasonal menu", user_id=uid))
+    assert mem.get(gone)["memory"] == "Seasonal menu is on"

@@ -210,6 +210,10 @@ def test_a_request_narrows_its_keys_scope_and_never_widens_it(api: Api) -> None:
     assert admin.get(f"/v1/memories/{in_run['id']}", params={"user_id": user}).json()["id"] == in_run["id"]
     problem_of(admin.get(f"/v1/memories/{in_run['id']}", params={"user_id": api.users["b"]}), 404, "NotFoundError")
     problem_of(admin.get("/v1/memories"), 422, "ScopeError")
+    # by id too: the Python API finds a memory's scope by itself, a server never does
+    for by_id in (admin.get(f"/v1/memories/{in_run['id']}"), admin.get(f"/v1/memories/{in_run['id']}/history"),
+                  admin.delete(f"/v1/memories/{in_run['id']}")):
+        problem_of(by_id, 422, "ScopeError")
 
 
 def test_batch_add_over_http_keeps_each_item_in_the_keys_scope(api: Api) -> None:

@@ -245,14 +245,17 @@ def test_tenant_isolation(mem: Memory, uid: str) -> None:
 
 def test_every_call_needs_a_scope(mem: Memory) -> None:
     calls = [
-        lambda: mem.add("x"), lambda: mem.search("x"), lambda: mem.get("id"), lambda: mem.get_all(),
-        lambda: mem.update("id", "x"), lambda: mem.delete("id"), lambda: mem.delete_all(),
-        lambda: mem.history("id"), lambda: mem.add("x", infer=False, user_id=""),
-        lambda: mem.add("x", infer=False, user_id="a\x00b"),
+        lambda: mem.add("x"), lambda: mem.search("x"), lambda: mem.get_all(), lambda: mem.delete_all(),
+        lambda: mem.add("x", infer=False, user_id=""), lambda: mem.add("x", infer=False, user_id="a\x00b"),
     ]
     for call in calls:
         with pytest.raises(ScopeError):
             call()
+    # by-id calls take the memory's own scope (as mem0): an unknown id is simply not found
+    for by_id in (lambda: mem.get("id"), lambda: mem.update("id", "x"), lambda: mem.delete("id"),
+                  lambda: mem.history("id")):
+        with pytest.raises(NotFoundError):
+            by_id()
 
 
 @pytest.mark.parametrize("bad", [

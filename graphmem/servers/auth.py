@@ -30,7 +30,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..config import ServerConfig, ServerKeyConfig
-from ..errors import ConfigError, GraphmemError
+from ..errors import ConfigError, GraphmemError, ScopeError
 
 SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
 
@@ -76,6 +76,15 @@ class Principal:
                                     "its scope with the fields the key leaves open, never change a bound one")
             out[name] = fixed if fixed is not None else wanted
         return ScopeArgs(user_id=out["user_id"], agent_id=out["agent_id"], run_id=out["run_id"])
+
+    def scope_by_id(self, user_id: str | None = None, agent_id: str | None = None,
+                    run_id: str | None = None) -> ScopeArgs:
+        """:meth:`scope` for a call on one memory id, never empty: the Python API finds a memory's
+        scope by itself (as mem0), a server never reads by id across tenants, whatever the key."""
+        out = self.scope(user_id, agent_id, run_id)
+        if not any(out.values()):
+            raise ScopeError("a call on a memory id needs a scope: the API key's, or user_id, agent_id and/or run_id")
+        return out
 
     def require_admin(self) -> None:
         if not self.admin:

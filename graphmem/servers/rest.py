@@ -199,7 +199,7 @@ def delete_all(who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ =
             tags=["memories"], summary="One memory (Memory.get)")
 def get_memory(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None,
                run_id: RunQ = None) -> dict[str, Any]:
-    return m.get(memory_id, **who.scope(user_id, agent_id, run_id))
+    return m.get(memory_id, **who.scope_by_id(user_id, agent_id, run_id))
 
 
 @router.patch(API + "/memories/{memory_id}", response_model=s.UpdateResponse, responses=problems(400, 403, 404, 409,
@@ -208,21 +208,21 @@ def get_memory(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, ag
 def update_memory(memory_id: str, req: s.UpdateRequest, who: Caller, m: Engine, user_id: UserQ = None,
                   agent_id: AgentQ = None, run_id: RunQ = None) -> dict[str, Any]:
     return m.update(memory_id, req.data, metadata=req.metadata, infer=req.infer,
-                    **who.scope(user_id, agent_id, run_id))
+                    **who.scope_by_id(user_id, agent_id, run_id))
 
 
 @router.delete(API + "/memories/{memory_id}", response_model=s.DeleteResponse, responses=problems(403, 404, 409),
                tags=["memories"], summary="Delete one memory (Memory.delete)")
 def delete_memory(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None,
                   run_id: RunQ = None) -> dict[str, Any]:
-    return m.delete(memory_id, **who.scope(user_id, agent_id, run_id))
+    return m.delete(memory_id, **who.scope_by_id(user_id, agent_id, run_id))
 
 
 @router.get(API + "/memories/{memory_id}/history", response_model=list[s.HistoryEventOut],
             responses=problems(403, 404), tags=["memories"], summary="A memory's changes (Memory.history)")
 def history(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None,
             run_id: RunQ = None) -> list[dict[str, Any]]:
-    return m.history(memory_id, **who.scope(user_id, agent_id, run_id))
+    return m.history(memory_id, **who.scope_by_id(user_id, agent_id, run_id))
 
 
 @router.post(f"{API}/search", response_model=s.SearchResponse, responses=problems(400, 403, 413, 502),

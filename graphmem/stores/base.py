@@ -645,6 +645,12 @@ class Store(ABC):
         """Facts in scope (optionally only those a memory supports), oldest first."""
         return self.list_facts(scope, FactQuery(memory_id=memory_id, include_closed=include_closed))
 
+    @abstractmethod
+    def scope_of(self, memory_id: str) -> Scope | None:
+        """The exact scope of a memory, or of a deleted one's history; ``None`` when the id is unknown.
+        Only the Python API's by-id calls use it (the caller holds the whole store, as with mem0);
+        REST and MCP keys stay bound to their scopes."""
+
     def fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
         """For each memory of ``memory_ids`` that supports a fact: how its facts stand now (see
         :class:`FactStates`); a fact's successor is the newest open fact with its source and relation.

@@ -659,6 +659,13 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return graph.list_facts(conn, scope, query)
 
+    def scope_of(self, memory_id: str) -> Scope | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT user_id, agent_id, run_id FROM memories WHERE id = ?", (memory_id,)).fetchone() \
+                or conn.execute("SELECT user_id, agent_id, run_id FROM history WHERE memory_id = ? "
+                                "ORDER BY created_at LIMIT 1", (memory_id,)).fetchone()
+        return None if row is None else Scope(user_id=row[0], agent_id=row[1], run_id=row[2])
+
     def fact_states(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, FactStates]:
         with self._read() as conn:
             return graph.fact_states(conn, scope, memory_ids)

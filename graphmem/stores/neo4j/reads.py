@@ -51,6 +51,13 @@ def history(memory_id: str, scope: Scope) -> Statements[list[HistoryEvent]]:
     return [to_history(r["ev"]) for r in rows]
 
 
+def scope_of(memory_id: str) -> Statements[Scope | None]:
+    row = yield run(q.SCOPE_OF, {"id": memory_id}, "single")
+    if row is None or all(row[k] is None for k in ("user_id", "agent_id", "run_id")):
+        return None
+    return Scope(user_id=row["user_id"], agent_id=row["agent_id"], run_id=row["run_id"])
+
+
 def count(scope: Scope | None) -> Statements[int]:
     params: dict[str, Any] = {}
     query = q.COUNT_ALL if scope is None else q.count(scope_where(scope, "m", params))

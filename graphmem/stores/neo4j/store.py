@@ -195,6 +195,9 @@ class Neo4jStore(Store):
     def job_history(self, memory_id: str, scope: Scope) -> Job[list[HistoryEvent]]:
         return Job("read", "history", lambda: reads.history(memory_id, scope))
 
+    def scope_of(self, memory_id: str) -> Scope | None:
+        return self._db.read_steps("scope_of", lambda: reads.scope_of(memory_id))
+
     def count(self, scope: Scope | None = None) -> int:
         return self._db.read_steps("count", lambda: reads.count(scope))
 

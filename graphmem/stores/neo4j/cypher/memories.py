@@ -112,6 +112,12 @@ def history(where: str) -> str:
             f"RETURN {HISTORY_PROJ} AS ev ORDER BY h.created_at, h.seq, h.id")
 
 
+SCOPE_OF: Final = (
+    "OPTIONAL MATCH (m:Memory {id: $id}) "
+    "CALL () { OPTIONAL MATCH (h:HistoryEvent {memory_id: $id}) RETURN h ORDER BY h.created_at LIMIT 1 } "
+    "WITH coalesce(m, h) AS x RETURN x.user_id AS user_id, x.agent_id AS agent_id, x.run_id AS run_id"
+)
+"""The scope of a memory, else of its first history event (a deleted memory's)."""
 COUNT_ALL: Final = "MATCH (m:Memory) RETURN count(m) AS n"
 
 
