@@ -85,6 +85,8 @@ def _config(args: argparse.Namespace, home: Path, base_url: str | None) -> dict[
     cfg.setdefault("embedder", {"provider": "hashing" if args.embedder == "hashing" else "auto"})
     if args.extractor == "rules":
         cfg["llm"] = {"provider": "none"}
+        if args.granularity:
+            cfg["llm"]["rules_granularity"] = args.granularity
     elif base_url or not args.config:
         cfg["llm"] = {**cfg.get("llm", {}), "provider": "openai", "base_url": base_url or args.base_url,
                       "model": args.model, "api_key": os.environ.get("OPENAI_API_KEY", "not-needed")}
@@ -177,6 +179,7 @@ def run_baseline(args: argparse.Namespace, gold_path: Path) -> tuple[dict[str, A
         out = base / "collected.json"
         argv = [sys.executable, str(Path(__file__).resolve()), "--extractor", args.extractor, "--gold",
                 str(gold_path), "--collect-only", str(out), "--model", args.model, "--embedder", args.embedder]
+        argv += ["--granularity", args.granularity] if args.granularity else []
         argv += ["--standin"] if args.standin else []
         argv += ["--base-url", args.base_url] if args.base_url else []
         argv += ["--config", str(Path(args.config).resolve())] if args.config else []
@@ -268,6 +271,8 @@ def main() -> None:
     p.add_argument("--baseline", help="also run on this commit's code and compare")
     p.add_argument("--embedder", choices=["default", "hashing"], default="default",
                    help="default: what a user gets (all-MiniLM-L6-v2 offline); hashing: the figures before issue 38")
+    p.add_argument("--granularity", choices=["statement", "sentence", "message"],
+                   help="the rule extractor's memories (default: the product's default)")
     p.add_argument("--limit", type=int, help="only the first N conversations")
     p.add_argument("--worst", type=int, default=8)
     p.add_argument("--out", type=Path)
@@ -292,7 +297,7 @@ def main() -> None:
     out: dict[str, Any] = {"benchmark": "extraction", "extractor": name, "commit": _commit(), "gold": gold_name,
                            "date": datetime.now(UTC).isoformat(timespec="seconds"),
                            "model": args.model if args.extractor == "llm" else None,
-                           "cpus": os.cpu_count(), **result}
+                           "granularity": args.granularity, "cpus": os.cpu_count(), **result}
     if args.standin:
         out["note"] = ("stand-in server: its model extracts only FACT lines, so precision/recall here are not "
                        "extraction quality; the token counts (what graphmem sends per conversation) are the result")

@@ -80,7 +80,7 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
     return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
 
 
-def build_config(backend: str, embedder: str, home: Path, granularity: str = "statement",
+def build_config(backend: str, embedder: str, home: Path, granularity: str = "sentence",
                  precision: str = "auto") -> MemoryConfig:
     store: dict[str, Any] = {"provider": "sqlite", "path": str(home / "retrieval.db")}
     if backend == "neo4j":
@@ -339,8 +339,8 @@ def main() -> int:
                    help="embedder.precision of a sentence-transformers model")
     p.add_argument("--extract", choices=["rules", "none"], default="rules")
     p.add_argument("--speaker-prefix", action="store_true", help='store docs as "speaker: text"')
-    p.add_argument("--granularity", choices=["statement", "sentence", "message"], default="statement",
-                   help="rule extraction: a memory per clause (the default), per sentence verbatim, or per doc")
+    p.add_argument("--granularity", choices=["statement", "sentence", "message"], default="sentence",
+                   help="rule extraction: a memory per sentence verbatim (the default), per clause, or per doc")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="embed inside each add only (slower with a local transformer)")
     p.add_argument("--home", default=None,

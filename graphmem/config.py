@@ -197,9 +197,11 @@ class LLMConfig(_Section):
     """The model's context window (prompt plus answer). ``None``: learnt from the server's first
     context-length error. When known, ``max_tokens`` is sized to what the prompt leaves free, and a
     prompt that cannot fit even without the chunk is reported instead of sent."""
-    rules_granularity: Literal["statement", "sentence", "message"] = "statement"
-    """With ``provider: none``: one memory per sentence, or one per speaker turn (or paragraph). Whole
-    turns keep the context a sentence loses ("I did!" after a question) and index fewer rows."""
+    rules_granularity: Literal["statement", "sentence", "message"] = "sentence"
+    """With ``provider: none``: one memory per sentence (verbatim), per clause (``statement``: short
+    third-person statements, "Maya lives in Lisbon."), or per speaker turn (or paragraph). Whole turns
+    keep the context a sentence loses ("I did!" after a question) and index fewer rows; statements
+    match what a reader would remember and rank worse in retrieval (README, offline extraction)."""
     rules_small_talk: bool = False
     """With ``provider: none``: keep turns made only of pleasantries ("Thanks! How can I help?") as
     memories; off, they are not stored (they answer no later question)."""

@@ -46,9 +46,9 @@ def test_conversation_memories_entities_and_triples(extractor: RuleExtractor) ->
     result = run(extractor, CONVERSATION, speakers=("Maya",))
 
     assert [m.text for m in result.memories] == [
-        "Maya works as a data engineer at Northwind in Lisbon.",
-        "Maya's manager Tomás wants Maya to present the roadmap.",
-        "Maya moved from Beijing to Shanghai last year.",
+        "I work as a data engineer at Northwind in Lisbon.",
+        "My manager Tomás wants me to present the roadmap.",
+        "I moved from Beijing to Shanghai last year.",
     ]
     assert all(m.attributed_to == "Maya" for m in result.memories)
     assert [m.memory_type for m in result.memories] == [MemoryType.SEMANTIC, MemoryType.SEMANTIC,
@@ -150,10 +150,10 @@ def test_time_expressions_resolve_against_reference(extractor: RuleExtractor) ->
     result = run(extractor, "Maya: I met Ana yesterday at the conference. We fly to Rome next Tuesday. "
                             "I started painting in 2019. Painting helps me relax after work.", speakers=("Maya",))
     by_text = {m.text: m for m in result.memories}
-    assert by_text["Maya met Ana yesterday at the conference."].event_time == "2024-06-14"
+    assert by_text["I met Ana yesterday at the conference."].event_time == "2024-06-14"
     assert by_text["We fly to Rome next Tuesday."].event_time == "2024-06-18"
-    assert by_text["Maya started painting in 2019."].event_time == "2019-01-01"
-    relax = by_text["Painting helps Maya relax after work."]
+    assert by_text["I started painting in 2019."].event_time == "2019-01-01"
+    relax = by_text["Painting helps me relax after work."]
     assert relax.memory_type == MemoryType.SEMANTIC and relax.event_time is None
     assert ("Maya", "knows", "Ana") in triples(result)
 

@@ -14,7 +14,7 @@ from .rules_support import REF
 
 @pytest.fixture(scope="module")
 def extractor() -> RuleExtractor:
-    return RuleExtractor(Ontology.load())
+    return RuleExtractor(Ontology.load(), granularity="statement")
 
 
 def run(extractor: RuleExtractor, text: str, user: str | None = None) -> Extraction:
@@ -80,7 +80,7 @@ def test_a_standing_instruction_is_kept(extractor: RuleExtractor) -> None:
 
 
 def test_sentence_granularity_keeps_sentences_verbatim() -> None:
-    verbatim = RuleExtractor(Ontology.load(), granularity="sentence")
+    verbatim = RuleExtractor(Ontology.load())  # the default
     out = run(verbatim, "Maya: I live in Lisbon and I work at Northwind.")
     assert texts(out) == ["I live in Lisbon and I work at Northwind."]
 
@@ -92,7 +92,7 @@ def test_third_singular() -> None:
 
 def test_statements_reach_the_store(tmp_path: object) -> None:
     with Memory.from_config({"store": {"path": f"{tmp_path}/m.db"}, "embedder": {"provider": "hashing"},
-                             "llm": {"provider": "none"}}) as m:
+                             "llm": {"provider": "none", "rules_granularity": "statement"}}) as m:
         m.add("I live in Lisbon and I work at Northwind.", user_id="maya", speaker="Maya")
         got = sorted(r["memory"] for r in m.get_all(user_id="maya")["results"])
     assert got == ["Maya lives in Lisbon.", "Maya works at Northwind."]

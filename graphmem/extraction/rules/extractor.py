@@ -35,7 +35,7 @@ class RuleExtractor(Extractor):
     name = "rules"
     uses_known_memories = False
 
-    def __init__(self, ontology: Ontology, *, granularity: Granularity = "statement", min_words: int = 4,
+    def __init__(self, ontology: Ontology, *, granularity: Granularity = "sentence", min_words: int = 4,
                  concepts: bool = True, small_talk: bool = False, embedder: Embedder | None = None) -> None:
         self.ontology = ontology
         self._embedder = embedder
