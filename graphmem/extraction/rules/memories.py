@@ -69,10 +69,8 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
         to_assistant = _to_assistant(msg.speaker, roles, addressed)
         for s, st in pieces:
             words = [s.msg.doc[k] for k in st.tokens] if s.msg.doc is not None else []
-            asking = (s.question and _last_word(s) in st.tokens) or (_request(words) and not _standing(words))
             reason = None if len(pieces) == 1 or not words or small_talk else \
-                "no content" if not _content(words, names) else \
-                "question to the assistant" if to_assistant and asking and not _names_something(words, names) else None
+                _piece_reason(s, st, words, names, to_assistant)
             if reason is not None:
                 skipped.append(Skipped(text=st.text, reason=reason))
                 continue
@@ -80,6 +78,16 @@ def memories(eng: English, sentences: list[Sentence], granularity: Granularity, 
             times = [t for t in s.times if lo <= s.char_start + t.start < hi]
             _keep(eng, out, [s], st.text, times)
     return out, skipped
+
+
+def _piece_reason(s: Sentence, st: Statement, words: list[Token], names: frozenset[str],
+                  to_assistant: bool) -> str | None:
+    """Why one statement of a kept sentence is not kept: nothing to remember in it, or, told to an
+    assistant, a question or a request for now ("what should I build next?") naming nothing."""
+    if not _content(words, names):
+        return "no content"
+    asking = (s.question and _last_word(s) in st.tokens) or (_request(words) and not _standing(words))
+    return "question to the assistant" if to_assistant and asking and not _names_something(words, names) else None
 
 
 def _pieces(said: list[Sentence], carried: list[bool], name: str | None) -> list[tuple[Sentence, Statement]]:

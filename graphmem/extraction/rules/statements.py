@@ -1,8 +1,9 @@
 """A sentence as short self-contained statements: one per clause, in the third person.
 
-"I live in Lisbon and I work at Northwind." said by Maya becomes "Maya lives in Lisbon." and "Maya works
-at Northwind.": a memory states one thing (so a search finds the thing asked about, not its neighbour)
-and names who it is about (a question says "Maya", not "I"). The parse decides, never a word list:
+``granularity="statement"`` (opt-in): "I live in Lisbon and I work at Northwind." said by Maya becomes
+"Maya lives in Lisbon." and "Maya works at Northwind.", what a reader would note; a clause alone loses
+the context a whole sentence keeps, which retrieval pays for (the README measures it). The parse decides,
+never a word list:
 clauses are a verb's coordinated verbs (``conj``, borrowing the subject they share) and comma-joined
 clauses with their own subject ("I'm 34, I was born in Curitiba"); a comma-set apposition of a name
 ("Brightleaf, a solar startup based in Munich,") is a statement of its own. First-person singular words
