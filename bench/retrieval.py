@@ -3,6 +3,7 @@
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
         [--modes vector,fulltext,graph,hybrid,hybrid_minmax,no_graph,mem0] [--k 5,10] [--extract rules|none]
         [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR] [--limit-collections N]
+        [--category NAME]
         [--limit-queries N] [--out result.json]
 
 Each collection is ingested into its own scope (``user_id`` = collection id) through the public API,
@@ -209,7 +210,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unknown = set(modes) - set(ALL_MODES)
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}; known: {', '.join(ALL_MODES)}")
-    colls = data["collections"][: args.limit_collections] if args.limit_collections else data["collections"]
+    colls = data["collections"]
+    if args.category:  # the collections asking questions of that category, with those questions only
+        colls = [{**c, "queries": [q for q in c["queries"] if q.get("category") == args.category]} for c in colls]
+        colls = [c for c in colls if c["queries"]]
+    colls = colls[: args.limit_collections] if args.limit_collections else colls
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="gm-retrieval-"))
     home.mkdir(parents=True, exist_ok=True)
     marker = home / "ingested.json"
@@ -295,7 +300,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
                    "precision": getattr(mem.embedder, "precision", None), "extract": args.extract,
-                   "speaker_prefix": args.speaker_prefix, "granularity": args.granularity,
+                   "speaker_prefix": args.speaker_prefix, "granularity": args.granularity, "category": args.category,
                    "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top, "search": args.search or {},
                    "gold_level": level,
                    "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
@@ -347,6 +352,7 @@ def main() -> int:
                    help="keep the store in this folder and reuse the collections an earlier run ingested there "
                         "(same file, backend, embedder and extraction options)")
     p.add_argument("--limit-collections", type=int, default=None)
+    p.add_argument("--category", help="only the queries of this category (and the collections that have some)")
     p.add_argument("--limit-queries", type=int, default=None)
     p.add_argument("--search", type=json.loads, default=None, metavar="JSON",
                    help='SearchConfig fields for every mode, e.g. \'{"graph": {"max_frontier": 8}}\' (not weights)')
