@@ -65,7 +65,7 @@ def test_the_store_answers_as_the_generic_reading_does(mem: Memory, uid: str) ->
     own = mem.store.fact_states(s, ids)
     generic = Store.fact_states(mem.store, s, ids)
     assert own == generic
-    assert [own[i].open for i in ids] == [0, 0, 1]
+    assert [len(own[i].open) for i in ids] == [0, 0, 1]
     assert [[(old.relation, new.id) for old, new in own[i].superseded] for i in ids[:2]] == \
         [[(own[ids[0]].superseded[0][0].relation, own[ids[0]].superseded[0][1].id)]] * 2
 
@@ -77,3 +77,32 @@ def test_the_store_answers_as_the_generic_reading_does(mem: Memory, uid: str) ->
 ])
 def test_questions_about_the_past(question: str, past: bool) -> None:
     assert asks_about_past(question) is past
+
+
+def test_a_memory_is_judged_on_the_relation_the_question_names(mem: Memory, uid: str) -> None:
+    """"I live in Lisbon and work at Acme" tells an old home once Maya moved, while Acme still holds:
+    asked where she lives, only its livesIn fact counts."""
+    both = mem.add("Maya lives in Lisbon and works at Acme", user_id=uid, infer=False, triples=[
+        {"source": "Maya", "relation": "livesIn", "target": "Lisbon", "source_type": "Person", "target_type": "City"},
+        {"source": "Maya", "relation": "worksFor", "target": "Acme", "source_type": "Person",
+         "target_type": "Organization"}])["results"][0]["id"]
+    porto = lives(mem, uid, "Maya moved to Porto", "Porto")
+    hits = {h["id"]: h for h in mem.search("where does Maya live", user_id=uid, explain=True)["results"]}
+    assert hits[both]["superseded_by"]["memory_id"] == porto and hits[both]["score"] < hits[porto]["score"]
+    # a question about work names worksFor: the memory tells the truth there
+    work = {h["id"]: h for h in mem.search("who does Maya work for", user_id=uid)["results"]}
+    assert "superseded_by" not in work[both]
+
+
+def test_the_relations_a_question_names() -> None:
+    from graphmem.ontology import Ontology
+    from graphmem.search.validity import asked_relations
+
+    onto = Ontology.load()
+
+    def names(question: str) -> set[str]:
+        return {iri.rsplit("#", 1)[-1] for iri in asked_relations(question, onto)}
+
+    assert "livesIn" in names("where does Maya live now?") and "worksFor" not in names("where does Maya live now?")
+    assert "worksFor" in names("who does she work for?") and "livesIn" not in names("who does she work for?")
+    assert names("what is Maya allergic to?") == {"allergicTo"}

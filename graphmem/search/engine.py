@@ -161,7 +161,8 @@ def search_steps(
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
-        replaced = superseded((yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))), ontology)
+        states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
+        replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if replaced and req.as_of is None and not asks_about_past(req.text):
             moved = demote(ranked, replaced)
     reranked: dict[str, float] = {}

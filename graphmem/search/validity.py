@@ -4,7 +4,8 @@ states the newer value.
 "Maya lives in Lisbon." then "Maya moved to Porto.": the planner closes ``livesIn Lisbon`` (``livesIn``
 is functional) and opens ``livesIn Porto``. A memory is *superseded* when every fact it supports is
 closed and each has a newer open value of the same subject and functional relation (a fact that only
-ended, "I left Acme in May", has none: that memory still tells the truth). Unless the question is
+ended, "I left Acme in May", has none: that memory still tells the truth); when the question names
+relations the memory states, only those facts count. Unless the question is
 about the past (``as_of``, or :func:`asks_about_past`), a superseded memory's score is multiplied by
 :data:`SUPERSEDED` and kept below the memory stating the newer value when that one is ranked too.
 Every superseded hit says so (``superseded_by``, the closed fact's ``valid_from``/``valid_to``),
@@ -63,18 +64,54 @@ class Superseded:
         }
 
 
-def superseded(states: dict[str, FactStates], ontology: Callable[[], Ontology]) -> dict[str, Superseded]:
+def superseded(states: dict[str, FactStates], ontology: Callable[[], Ontology], question: str = "",
+               named: frozenset[str] = frozenset()) -> dict[str, Superseded]:
     """Memory id -> how it was superseded, for the memories every fact of which a newer value of a
-    functional relation replaced (the ontology is loaded only when one may be)."""
+    functional relation replaced; of a memory stating a relation the question names (``named``: IRIs
+    the graph signal linked, else by :func:`asked_relations`), only those facts count ("I live in
+    Lisbon and work at Acme" tells an old home even while Acme holds). The ontology loads only when
+    needed."""
     out: dict[str, Superseded] = {}
+    asked: frozenset[str] | None = None
     for mid, state in states.items():
-        if state.open or state.ended or not state.superseded:
+        pairs, held = state.superseded, [*state.open, *state.ended]
+        if not pairs:
             continue
-        if all((info := ontology().relations.get(old.relation)) is not None and info.functional
-               for old, _ in state.superseded):
-            old, new = state.superseded[0]
-            out[mid] = Superseded(old, new)
+        if held and asked is None:
+            asked = named or asked_relations(question, ontology())
+        if asked and asked & {*held, *(old.relation for old, _ in pairs)}:
+            pairs, held = [p for p in pairs if p[0].relation in asked], [r for r in held if r in asked]
+        if held or not pairs:
+            continue
+        if all((info := ontology().relations.get(old.relation)) is not None and info.functional for old, _ in pairs):
+            out[mid] = Superseded(*pairs[0])
     return out
+
+
+_FUNCTION_WORDS: Final = frozenset({"a", "an", "the", "in", "at", "to", "for", "of", "on", "by", "with", "from",
+                                    "is", "has", "have", "been", "be", "as"})
+
+
+def _stem(word: str) -> str:
+    """Crude, and enough to tell "lives"/"live"/"living" apart from "works"."""
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
+    """The relations whose label or ``skos:altLabel`` words all occur in the question, inflection
+    aside ("where does she live?" names ``livesIn``, "lives in"; "who does she work for?" ``worksFor``)."""
+    words = {_stem(w) for w in re.findall(r"[a-z]+", question.casefold())}
+    out: set[str] = set()
+    for iri, info in ontology.relations.items():
+        for label in (info.label, *info.alt_labels):
+            content = {_stem(w) for w in re.findall(r"[a-z]+", label.casefold()) if w not in _FUNCTION_WORDS}
+            if content and content <= words:
+                out.add(iri)
+                break
+    return frozenset(out)
 
 
 def demote(ranked: list[tuple[float, Any]], replaced: dict[str, Superseded]) -> dict[str, float]:

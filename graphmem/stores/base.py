@@ -314,10 +314,10 @@ class GraphQuery:
 class FactStates:
     """The validity of the facts one memory supports: what search needs to put the current truth first."""
 
-    open: int = 0
-    """Facts it supports that still hold."""
-    ended: int = 0
-    """Closed facts with no newer value ("I left Acme in May": still true as said)."""
+    open: list[str] = field(default_factory=list)
+    """The relations (IRIs) of the facts it supports that still hold."""
+    ended: list[str] = field(default_factory=list)
+    """Those of its closed facts with no newer value ("I left Acme in May": still true as said)."""
     superseded: list[tuple[Relation, Relation]] = field(default_factory=list)
     """(closed fact, the open fact of the same subject and relation that replaced it)."""
 
@@ -660,14 +660,14 @@ class Store(ABC):
             for fact in self.list_facts(scope, FactQuery(memory_id=mid)):
                 state = out.setdefault(mid, FactStates())
                 if fact.valid_to is None:
-                    state.open += 1
+                    state.open.append(fact.relation)
                     continue
                 later = [f for f in self.list_facts(scope, FactQuery(entity_ids=(fact.source_id,), relations=(
                     fact.relation,), include_closed=False)) if f.source_id == fact.source_id and f.id != fact.id]
                 if later:
                     state.superseded.append((fact, max(later, key=successor_order)))
                 else:
-                    state.ended += 1
+                    state.ended.append(fact.relation)
         return out
 
     @abstractmethod

@@ -500,9 +500,9 @@ def fact_states(conn: sqlite3.Connection, scope: Scope, memory_ids: Sequence[str
         for mid in support[fact.id]:
             state = out.setdefault(mid, FactStates())
             if fact.valid_to is None:
-                state.open += 1
+                state.open.append(fact.relation)
             elif later is None:
-                state.ended += 1
+                state.ended.append(fact.relation)
             else:
                 state.superseded.append((fact, later))
     return out

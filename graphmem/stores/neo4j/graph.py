@@ -139,9 +139,9 @@ def fact_states(scope: Scope, memory_ids: Sequence[str]) -> Statements[dict[str,
         fact = to_relation(row)
         state = out.setdefault(row["mid"], FactStates())
         if fact.valid_to is None:
-            state.open += 1
+            state.open.append(fact.relation)
         elif row["next"] is None or gone(row["next"]):
-            state.ended += 1
+            state.ended.append(fact.relation)
         else:
             state.superseded.append((fact, to_relation({"fact": row["next"], "source": row["source"],
                                                         "target": row["next_target"], "value": row["next_value"],
