@@ -1,9 +1,10 @@
-"""The read path: one store read, then scoring, fusion, time rules and the optional reranker.
+"""The read path: one store read, then scoring, fusion, validity, time rules and the optional reranker.
 
 Every backend answers :meth:`~graphmem.stores.base.Store.search` (on Neo4j one Cypher round trip;
 on SQLite one read transaction) with the vector and full-text candidates and the query's
 neighbourhood; everything after that is arithmetic here, shared by all backends, which is why they
-rank alike.
+rank alike. A second, small read follows when there are hits: the facts of the ranked memories
+(:meth:`~graphmem.stores.base.Store.fact_states`), for the current truth first (:mod:`.validity`).
 """
 
 from __future__ import annotations
@@ -160,8 +161,10 @@ def search_steps(
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}
+    reads = cands.round_trips
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
         states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
+        reads += 1  # a read of its own, after fusion: the ranked memories' facts, and what replaced them
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if replaced and req.as_of is None and not asks_about_past(req.text):
             moved = demote(ranked, replaced)
@@ -195,7 +198,7 @@ def search_steps(
             break
     out: dict[str, Any] = {"results": results, "relations": []}
     if req.explain:
-        out["round_trips"] = cands.round_trips
+        out["round_trips"] = reads
         if gq is not None:
             out["graph"] = {"linked": graph.linked, "relations": graph.relations, "classes": graph.classes,
                             "entities": len(sub.entities), "facts": len(sub.relations), "mentions": len(sub.mentions)}
