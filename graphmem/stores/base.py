@@ -321,6 +321,15 @@ class FactStates:
     superseded: list[tuple[Relation, Relation]] = field(default_factory=list)
     """(closed fact, the open fact of the same subject and relation that replaced it)."""
 
+    def add(self, fact: Relation, later: Relation | None) -> None:
+        """Count one fact the memory supports; ``later``: the newest open fact of its subject and relation."""
+        if fact.valid_to is None:
+            self.open.append(fact.relation)
+        elif later is None:
+            self.ended.append(fact.relation)
+        else:
+            self.superseded.append((fact, later))
+
 
 def successor_order(fact: Relation) -> tuple[str, str, str]:
     """Which open fact of a subject and relation is its newest value: latest ``valid_from``, then
@@ -658,16 +667,10 @@ class Store(ABC):
         out: dict[str, FactStates] = {}
         for mid in dict.fromkeys(memory_ids):
             for fact in self.list_facts(scope, FactQuery(memory_id=mid)):
-                state = out.setdefault(mid, FactStates())
-                if fact.valid_to is None:
-                    state.open.append(fact.relation)
-                    continue
-                later = [f for f in self.list_facts(scope, FactQuery(entity_ids=(fact.source_id,), relations=(
-                    fact.relation,), include_closed=False)) if f.source_id == fact.source_id and f.id != fact.id]
-                if later:
-                    state.superseded.append((fact, max(later, key=successor_order)))
-                else:
-                    state.ended.append(fact.relation)
+                later = [] if fact.valid_to is None else [
+                    f for f in self.list_facts(scope, FactQuery(entity_ids=(fact.source_id,), relations=(
+                        fact.relation,), include_closed=False)) if f.source_id == fact.source_id and f.id != fact.id]
+                out.setdefault(mid, FactStates()).add(fact, max(later, key=successor_order, default=None))
         return out
 
     @abstractmethod

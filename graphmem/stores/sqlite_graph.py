@@ -498,13 +498,7 @@ def fact_states(conn: sqlite3.Connection, scope: Scope, memory_ids: Sequence[str
                                          f"AND {sql}", [fact.source_id, fact.relation, fact.id, *params])
             later = max(open_ones, key=successor_order, default=None)
         for mid in support[fact.id]:
-            state = out.setdefault(mid, FactStates())
-            if fact.valid_to is None:
-                state.open.append(fact.relation)
-            elif later is None:
-                state.ended.append(fact.relation)
-            else:
-                state.superseded.append((fact, later))
+            out.setdefault(mid, FactStates()).add(fact, later)
     return out
 
 

@@ -136,16 +136,10 @@ def fact_states(scope: Scope, memory_ids: Sequence[str]) -> Statements[dict[str,
     for row in (rec.data() for rec in (yield run(text, params))):
         if gone(row["fact"]):
             continue
-        fact = to_relation(row)
-        state = out.setdefault(row["mid"], FactStates())
-        if fact.valid_to is None:
-            state.open.append(fact.relation)
-        elif row["next"] is None or gone(row["next"]):
-            state.ended.append(fact.relation)
-        else:
-            state.superseded.append((fact, to_relation({"fact": row["next"], "source": row["source"],
-                                                        "target": row["next_target"], "value": row["next_value"],
-                                                        "datatype": row["next_datatype"]})))
+        later = None if row["next"] is None or gone(row["next"]) else to_relation(
+            {"fact": row["next"], "source": row["source"], "target": row["next_target"], "value": row["next_value"],
+             "datatype": row["next_datatype"]})
+        out.setdefault(row["mid"], FactStates()).add(to_relation(row), later)
     return out
 
 
