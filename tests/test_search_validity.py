@@ -70,6 +70,37 @@ def test_the_store_answers_as_the_generic_reading_does(mem: Memory, uid: str) ->
         [[(own[ids[0]].superseded[0][0].relation, own[ids[0]].superseded[0][1].id)]] * 2
 
 
+def test_neo4j_reads_fact_states_with_the_records(mem: Memory, uid: str, backend: str) -> None:
+    """On Neo4j the search statement carries the states of every memory with a closed fact: one
+    round trip, the same states the separate read gives, and a store written before the flag that
+    marks those memories is flagged when it opens."""
+    if backend != "neo4j":
+        pytest.skip("Neo4j's single round trip")
+    from graphmem.models import Scope
+    from graphmem.search.graph import graph_query
+
+    ids = [lives(mem, uid, f"Maya lives in {c}", c) for c in ("Lisbon", "Porto", "Braga")]
+    scope = Scope(user_id=uid)
+    vector = mem.embedder.embed(["where does Maya live"])[0]
+
+    def read() -> dict[str, object]:
+        cands, sub = mem.store.search(scope, None, vector, "where does Maya live", 10,
+                                      graph_query("where does Maya live", mem.config.search.graph, None, vector))
+        assert cands.fact_states is not None and sub.fact_states is not None
+        return {**sub.fact_states, **cands.fact_states}
+
+    assert read() == mem.store.fact_states(scope, ids[:2])  # the open one's memory has no closed fact
+    out = mem.search("where does Maya live", user_id=uid, explain=True)
+    assert out["round_trips"] == 1 and out["results"][0]["id"] == ids[2]
+    driver = mem.store._driver  # type: ignore[attr-defined]
+    driver.execute_query("MATCH (m:Memory {user_id: $u}) REMOVE m.closed_facts", u=uid)
+    driver.execute_query("MATCH (g:GraphmemMeta {key: 'schema'}) REMOVE g.closed_facts")
+    assert read() == {}
+    with Memory(mem.config, embedder=mem.embedder) as again:
+        assert again.search("where does Maya live", user_id=uid)["results"][0]["id"] == ids[2]
+    assert read() == mem.store.fact_states(scope, ids[:2])
+
+
 @pytest.mark.parametrize(("question", "past"), [
     ("where does Maya live?", False), ("what is her job title now?", False), ("how old is Maya?", False),
     ("where did Maya live before Porto?", True), ("what was her job in 2023?", True),

@@ -527,7 +527,7 @@ def test_neo4j_full_text_is_asked_for_the_scope(neo4j_available: bool, tmp_path:
             m.optimize()
             assert m.store._indexes.scoped_text is True  # type: ignore[attr-defined]
             after = m.search("zebra", user_id=uid, top_k=5, explain=True)
-            assert after["round_trips"] == 2  # the search read, then the ranked memories' facts
+            assert after["round_trips"] == 1  # fact states come with the records
             assert [r[0] for r in ranked(uid)] == [r[0] for r in before]
             assert [r[1] for r in ranked(uid)] == pytest.approx([r[1] for r in before], abs=1e-6)
             assert ranked(stop_word_tenant) == [(before_stop[0][0], pytest.approx(before_stop[0][1], abs=1e-6))]

@@ -3,8 +3,9 @@
 Every backend answers :meth:`~graphmem.stores.base.Store.search` (on Neo4j one Cypher round trip;
 on SQLite one read transaction) with the vector and full-text candidates and the query's
 neighbourhood; everything after that is arithmetic here, shared by all backends, which is why they
-rank alike. A second, small read follows when there are hits: the facts of the ranked memories
-(:meth:`~graphmem.stores.base.Store.fact_states`), for the current truth first (:mod:`.validity`).
+rank alike. The current truth first (:mod:`.validity`) needs the ranked memories' fact states
+(:meth:`~graphmem.stores.base.Store.fact_states`): Neo4j returns them with the records; other
+stores answer a second, small read.
 """
 
 from __future__ import annotations
@@ -163,8 +164,11 @@ def search_steps(
     moved: dict[str, float] = {}
     reads = cands.round_trips
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
-        states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
-        reads += 1  # a read of its own, after fusion: the ranked memories' facts, and what replaced them
+        if cands.fact_states is not None and (sub.fact_states is not None or not sub.records):
+            states = {**(sub.fact_states or {}), **cands.fact_states}  # read with the records
+        else:  # a read of its own
+            states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
+            reads += 1
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if replaced and req.as_of is None and not asks_about_past(req.text):
             moved = demote(ranked, replaced)

@@ -143,6 +143,9 @@ class Candidates:
     """Exact cosine of every record, full-text hits included, so that a hit the vector top-k missed
     is still scored on the vector signal instead of counting 0 there. Empty without a query vector."""
     round_trips: int = 1
+    fact_states: dict[str, FactStates] | None = field(default=None, compare=False)
+    """The records' fact states (:meth:`Store.fact_states`) when read with them: every record with a
+    closed fact has its entry. ``None``: not read; search asks for them afterwards."""
 
 
 @dataclass(frozen=True)
@@ -360,6 +363,8 @@ class Subgraph:
     fetched in the same read so that a memory only the graph found costs no extra round trip."""
     similarity: dict[str, float] = field(default_factory=dict)
     """Cosine of each record to ``GraphQuery.vector`` (empty without one)."""
+    fact_states: dict[str, FactStates] | None = field(default=None, compare=False)
+    """As :attr:`Candidates.fact_states`, for :attr:`records`."""
 
 
 @dataclass(frozen=True)

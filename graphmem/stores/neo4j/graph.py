@@ -17,6 +17,7 @@ from ...models import Entity, QuarantineEntry, Relation, Scope, to_utc
 from ..base import EntityQuery, FactQuery, FactStates, GraphContext, Subgraph
 from .cypher import conjunction, exact_scope_where, scope_where
 from .cypher import graph as q
+from .records import fact_states as read_states
 from .records import gone, to_entity, to_quarantine, to_relation, unique
 from .statements import Statements, run
 
@@ -130,17 +131,12 @@ def list_facts(scope: Scope, query: FactQuery) -> Statements[list[Relation]]:
 def fact_states(scope: Scope, memory_ids: Sequence[str]) -> Statements[dict[str, FactStates]]:
     """See :meth:`Store.fact_states`: one statement."""
     params: dict[str, Any] = {"mids": unique(memory_ids)}
-    text = q.fact_states(scope_where(scope, "m", params), scope_where(scope, "r", params),
-                         scope_where(scope, "n", params))
-    out: dict[str, FactStates] = {}
+    text = q.fact_states(scope_where(scope, "m", params), scope_where(scope, "sr", params),
+                         scope_where(scope, "sn", params))
+    rows: dict[str, list[dict[str, Any]]] = {}
     for row in (rec.data() for rec in (yield run(text, params))):
-        if gone(row["fact"]):
-            continue
-        later = None if row["next"] is None or gone(row["next"]) else to_relation(
-            {"fact": row["next"], "source": row["source"], "target": row["next_target"], "value": row["next_value"],
-             "datatype": row["next_datatype"]})
-        out.setdefault(row["mid"], FactStates()).add(to_relation(row), later)
-    return out
+        rows.setdefault(row["mid"], []).append(row)
+    return {mid: states for mid, found in rows.items() if (states := read_states(found)) != FactStates()}
 
 
 # -- the primitive reads of the walk (stores/walk.py) ---------------------------------------------

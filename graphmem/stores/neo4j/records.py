@@ -31,7 +31,7 @@ from ...models import (
     norm_name,
     to_utc,
 )
-from ..base import NewMemory, Subgraph, Vector
+from ..base import FactStates, NewMemory, Records, Subgraph, Vector
 from .cypher import MEMORY_FIELDS, MEMORY_TIMES
 from .filters import FOLD_PREFIX, FOLDED_FIELDS, mirror_properties, needs_fold, normalize_metadata
 
@@ -166,7 +166,27 @@ def live_dict(rec: dict[str, Any]) -> bool:
 
 def record_row(values: list[Any]) -> MemoryRecord:
     """A record from a ``MEMORY_ROW`` list."""
-    return to_record(dict(zip(MEMORY_FIELDS, values, strict=True)))
+    return to_record(dict(zip(MEMORY_FIELDS, values[: len(MEMORY_FIELDS)], strict=True)))
+
+
+def keep_row(records: Records, states: dict[str, FactStates], memory_id: str, values: list[Any]) -> None:
+    """Keep a ``MEMORY_ROW`` list unbuilt in ``records``, and the fact states it carries in ``states``."""
+    records.add_row(memory_id, values, record_row)
+    if values[-1]:
+        states[memory_id] = fact_states(values[-1])
+
+
+def fact_states(rows: Iterable[dict[str, Any]]) -> FactStates:
+    """One memory's fact states from rows of ``cypher.STATE_COLUMNS`` (deleted facts left out)."""
+    out = FactStates()
+    for row in rows:
+        if gone(row["fact"]):
+            continue
+        later = None if row["next"] is None or gone(row["next"]) else to_relation(
+            {"fact": row["next"], "source": row["source"], "target": row["next_target"], "value": row["next_value"],
+             "datatype": row["next_datatype"]})
+        out.add(to_relation(row), later)
+    return out
 
 
 def similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dict[str, float]:
@@ -177,11 +197,14 @@ def similarity(vhits: list[dict[str, Any]], fhits: list[dict[str, Any]]) -> dict
 
 
 def add_records(sub: Subgraph, recs: list[dict[str, Any]]) -> None:
-    """The subgraph's own records (rows of ``graph_record_proj``), unbuilt, and their cosines."""
+    """The subgraph's own records (rows of ``graph_record_proj``), unbuilt, their fact states and
+    their cosines."""
+    if sub.fact_states is None:
+        sub.fact_states = {}
     for r in recs:
         if not live(r["rec"]):
             continue
-        sub.records.add_row(r["rec"][0], r["rec"], record_row)
+        keep_row(sub.records, sub.fact_states, r["rec"][0], r["rec"])
         if r.get("sim") is not None:
             sub.similarity[r["rec"][0]] = float(r["sim"])
 

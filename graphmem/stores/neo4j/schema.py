@@ -54,6 +54,9 @@ def bootstrap(db: Db, embedder: str, dims: int) -> IndexFacts:
             _create(session, statement)
         session.execute_write(_write_meta, embedder, dims)
         _identity_schema(session)
+        if not (session.run(q.CLOSED_FACTS_DONE).single() or {"done": None})["done"]:
+            session.run(q.BACKFILL_CLOSED_FACTS).consume()
+            session.run(q.MARK_CLOSED_FACTS_DONE).consume()
         _check_meta(session, location, embedder, dims)
         session.run(q.AWAIT_INDEXES).consume()
         return index_facts(session, location)

@@ -20,13 +20,13 @@ from ...config import StoreConfig
 from ...errors import StoreError
 from ...filters import Filter
 from ...models import Scope
-from ..base import SEED_MIN_COSINE, Candidates, GraphQuery, Records, Subgraph, Vector, seed_ids
+from ..base import SEED_MIN_COSINE, Candidates, FactStates, GraphQuery, Records, Subgraph, Vector, seed_ids
 from ..text import lucene_query
 from .cypher import conjunction, graph_record_proj, hint, scope_where, statement
 from .cypher import search as q
 from .filters import Params, compile_filter
 from .graph import read_subgraph
-from .records import add_records, check_vector, directions, live, record_row, similarity
+from .records import add_records, check_vector, directions, keep_row, live, similarity
 from .schema import IndexFacts
 from .session import Db
 from .statements import Statements, quiet, run
@@ -98,7 +98,7 @@ def candidates_steps(
     """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
     plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:
-        return Candidates(round_trips=0)
+        return Candidates(round_trips=0, fact_states={})
     row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
     return (yield from finish_candidates(plan, row, big_until))
 
@@ -170,7 +170,8 @@ def finish_candidates(
     if row is None:  # cannot happen: every subquery returns exactly one row
         raise StoreError("Neo4j search returned no row")
     k, cond, hint_clause, params = plan.k, plan.cond, plan.hint, plan.params
-    out = Candidates(round_trips=1)
+    states: dict[str, FactStates] = {}
+    out = Candidates(round_trips=1, fact_states=states)
     kk, big = int(row["kk"]), bool(row["big"])
     if big:
         big_until[plan.scope] = time.monotonic() + _BIG_SCOPE_TTL_S
@@ -210,13 +211,13 @@ def finish_candidates(
     for hit in vhits:
         cosine = max(-1.0, min(1.0, 2.0 * float(hit["s"]) - 1.0))
         out.vector.append((hit["id"], cosine))
-        out.records.add_row(hit["id"], hit["rec"], record_row)
+        keep_row(out.records, states, hit["id"], hit["rec"])
     for hit in fhits:
         out.fulltext.append((hit["id"], float(hit["s"])))
         if hit["id"] not in out.records:
             # no "rec": a first-pass vector hit (see cypher.search.hit_list) that a wider vector pass dropped
             rec = hit["rec"] if "rec" in hit else next(h["rec"] for h in first_vhits if h["id"] == hit["id"])
-            out.records.add_row(hit["id"], rec, record_row)
+            keep_row(out.records, states, hit["id"], rec)
     if plan.vector:
         sims = similarity(first_vhits + vhits, fhits)
         out.similarity = {m: c for m, c in sims.items() if m in out.records}
@@ -300,7 +301,7 @@ def search_steps(
     plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
     if plan is None:  # no signal to rank by: the linked entities alone
         sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
-        return Candidates(round_trips=1), sub
+        return Candidates(round_trips=1, fact_states={}), sub
     vec: list[float] | None = plan.params["vec"] if plan.vector else None
     n = int(graph_query.seed_memories)
     params = plan.params
@@ -327,10 +328,11 @@ def search_steps(
     hits = cands.records
     if cands.round_trips > 1:
         hits = Records()
+        cands.fact_states = states = dict(cands.fact_states or {})
         for found in first.values():
             for h in found:
                 if "rec" in h and live(h["rec"]):  # a full-text hit without one is a vector hit
-                    hits.add_row(h["id"], h["rec"], record_row)
+                    keep_row(hits, states, h["id"], h["rec"])
     wanted = {m for m, _ in sub.mentions} | {m for r in sub.relations for m in r.memory_ids}
     sub.records.copy_from(hits, wanted)
     if plan.vector:

@@ -86,10 +86,6 @@ def projection(var: str, fields: Sequence[str], times: Iterable[str] = ()) -> st
 
 # Map projections naming each field, so the embedding never crosses the wire.
 MEMORY_PROJ: Final = projection("m", MEMORY_FIELDS, MEMORY_TIMES)
-MEMORY_ROW: Final = "[" + ", ".join(epoch_us(f"m.{f}") if f in MEMORY_TIMES else f"m.{f}"
-                                    for f in MEMORY_FIELDS) + "]"
-"""A record as a list in :data:`MEMORY_FIELDS` order, for search: it reads hundreds, and a list
-carries no field names (less server time and fewer Bolt bytes than the map)."""
 SIM: Final = "2 * vector.similarity.cosine(m.embedding, $vec) - 1"
 """Exact cosine of ``m`` with the query (``Candidates.similarity``), for memories that are not vector hits."""
 HISTORY_PROJ: Final = projection("h", HISTORY_FIELDS, ("created_at",))
@@ -117,6 +113,51 @@ FACT_COLUMNS: Final = (
     "CASE WHEN o:Value THEN o.value END AS value, CASE WHEN o:Value THEN o.datatype END AS datatype"
 )
 FACT_ORDER: Final = "ORDER BY r.created_at, r.seq, r.id"
+
+
+def same_scope(a: str, b: str) -> str:
+    """``a`` and ``b`` in the same exact scope (an absent field equals only an absent one)."""
+    return " AND ".join(f"coalesce({a}.{f}, '') = coalesce({b}.{f}, '')" for f in SCOPE_FIELDS)
+
+
+_STATE_COLUMNS: Final = (
+    ("fact", rel_proj("sr")), ("source", "ss.id"), ("target", "CASE WHEN so:Entity THEN so.id END"),
+    ("value", "CASE WHEN so:Value THEN so.value END"), ("datatype", "CASE WHEN so:Value THEN so.datatype END"),
+    ("next", f"CASE WHEN sn IS NULL THEN null ELSE {rel_proj('sn')} END"),
+    ("next_target", "CASE WHEN sno:Entity THEN sno.id END"), ("next_value", "CASE WHEN sno:Value THEN sno.value END"),
+    ("next_datatype", "CASE WHEN sno:Value THEN sno.datatype END"),
+)
+
+
+def fact_states_of(fact_where: str, next_where: str) -> str:
+    """The facts memory ``m`` supports (a memory mentions every fact's subject, so they are found
+    from its mentions), each with the newest open fact of its subject and relation when it is
+    closed (``successor_order``: valid_from, created_at, id, latest first); ``fact_where`` and
+    ``next_where`` fence the fact ``sr`` and its successor ``sn`` to the scope (names no outer
+    query of search uses). Rows of :data:`STATE_COLUMNS`."""
+    return (
+        "MATCH (m)-[:MENTIONS]->(ss:Entity)-[sr:!MENTIONS]->(so) WHERE m.id IN coalesce(sr.memory_ids, []) AND "
+        + fact_where + " "
+        "CALL (ss, sr, m) { OPTIONAL MATCH (ss)-[sn:!MENTIONS]->(sno) WHERE sr.valid_to IS NOT NULL AND "
+        "sn.relation = sr.relation AND sn.valid_to IS NULL AND sn.id <> sr.id AND " + next_where + " "
+        "RETURN sn, sno ORDER BY coalesce(toString(sn.valid_from), '') DESC, toString(sn.created_at) DESC, sn.id DESC "
+        "LIMIT 1 } "
+    )
+
+
+STATE_COLUMNS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _STATE_COLUMNS)
+# A memory's fact states ride along with its search row when a fact it supports was ever closed
+# (``closed_facts``, set in the transaction that closes it): most memories never are, and for them
+# the row costs one property read; the others need no second round trip.
+_ROW_STATES: Final = (
+    "CASE WHEN m.closed_facts THEN COLLECT { " + fact_states_of(same_scope("sr", "m"), same_scope("sn", "m"))
+    + "RETURN {" + ", ".join(f"{name}: {expr}" for name, expr in _STATE_COLUMNS) + "} } END"
+)
+MEMORY_ROW: Final = ("[" + ", ".join(epoch_us(f"m.{f}") if f in MEMORY_TIMES else f"m.{f}" for f in MEMORY_FIELDS)
+                     + ", " + _ROW_STATES + "]")
+"""A record as a list in :data:`MEMORY_FIELDS` order, then its fact states (``null`` when none of
+its facts was ever closed), for search: it reads hundreds, and a list carries no field names (less
+server time and fewer Bolt bytes than the map)."""
 
 
 def graph_record_proj(sim: bool) -> str:

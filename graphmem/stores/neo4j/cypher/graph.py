@@ -11,7 +11,9 @@ from . import (
     FACT_COLUMNS,
     FACT_ORDER,
     QUARANTINE_PROJ,
+    STATE_COLUMNS,
     entity_proj,
+    fact_states_of,
     hint,
     hint_field,
     labels_clause,
@@ -92,6 +94,7 @@ MATCH (t:Entity {{id: r.target}})
 CREATE (s)-[x:`{rtype}`]->(t)
 SET x = r.props
 {times}
+{flag}
 RETURN count(x) AS n
 """
 _CREATE_LITERAL_FACTS: Final = """
@@ -100,6 +103,7 @@ MATCH (s:Entity {{id: r.source}})
 CREATE (s)-[x:`{rtype}`]->(v:Value)
 SET x = r.props, v = r.value
 {times}
+{flag}
 RETURN count(x) AS n
 """
 _MERGE_FACTS: Final = """
@@ -108,7 +112,16 @@ MATCH (s:Entity {{id: r.source}})-[x:`{rtype}`]->()
 WHERE x.id = r.id
 WITH x, r, coalesce(x.memory_ids, []) AS had
 SET x.memory_ids = had + [m IN r.mids WHERE NOT m IN had]
+{flag}
 """
+
+
+# Every memory of a closed fact is flagged ``closed_facts`` in the transaction that closes it (or
+# creates it closed, or adds a memory to it), so search reads fact states only for those.
+FLAG_CLOSED: Final = (
+    "WITH x CALL (x) { WITH x WHERE x.valid_to IS NOT NULL UNWIND x.memory_ids AS mid "
+    "MATCH (fm:Memory {id: mid}) SET fm.closed_facts = true }"
+)
 
 
 def find_twins(rtype: str) -> str:
@@ -118,12 +131,13 @@ def find_twins(rtype: str) -> str:
 
 
 def create_facts(rtype: str, literal: bool) -> str:
-    return (_CREATE_LITERAL_FACTS if literal else _CREATE_FACTS).format(rtype=rtype, times=set_times("x"))
+    return (_CREATE_LITERAL_FACTS if literal else _CREATE_FACTS).format(rtype=rtype, times=set_times("x"),
+                                                                          flag=FLAG_CLOSED)
 
 
 def merge_facts(rtype: str) -> str:
     """Add provenance ``r.mids`` to stored facts of type ``rtype``."""
-    return _MERGE_FACTS.format(rtype=rtype)
+    return _MERGE_FACTS.format(rtype=rtype, flag=FLAG_CLOSED)
 
 
 # Closing starts from the subjects of this write's facts (the usual case: a functional property's new
@@ -133,6 +147,7 @@ UNWIND $sources AS sid
 MATCH (:Entity {{id: sid}})-[x]->()
 WHERE x.id IN $ids AND {scope}
 SET x.valid_to = coalesce(x.valid_to, $at[x.id])
+{flag}
 RETURN DISTINCT x.id AS id
 """
 _CLOSE_IN_SCOPE: Final = """
@@ -140,16 +155,17 @@ MATCH (s:Entity) {hint} WHERE {entity_scope}
 MATCH (s)-[x]->()
 WHERE x.id IN $ids AND {scope}
 SET x.valid_to = coalesce(x.valid_to, $at[x.id])
+{flag}
 RETURN DISTINCT x.id AS id
 """
 
 
 def close_from(fact_where: str) -> str:
-    return _CLOSE_FROM.format(scope=fact_where)
+    return _CLOSE_FROM.format(scope=fact_where, flag=FLAG_CLOSED)
 
 
 def close_in_scope(hint_clause: str, entity_where: str, fact_where: str) -> str:
-    return _CLOSE_IN_SCOPE.format(hint=hint_clause, entity_scope=entity_where, scope=fact_where)
+    return _CLOSE_IN_SCOPE.format(hint=hint_clause, entity_scope=entity_where, scope=fact_where, flag=FLAG_CLOSED)
 
 
 CREATE_QUARANTINE: Final = """
@@ -362,22 +378,9 @@ def facts(fact_where: str) -> str:
 
 
 def fact_states(memory_where: str, fact_where: str, next_where: str) -> str:
-    """The facts the memories ``$mids`` support (a memory mentions every fact's subject, so the facts
-    are found from its mentions), each with the newest open fact of its subject and relation when
-    it is closed (``successor_order``: valid_from, created_at, id, latest first)."""
-    return (
-        "UNWIND $mids AS mid MATCH (m:Memory {id: mid}) WHERE " + memory_where + " "
-        "MATCH (m)-[:MENTIONS]->(s:Entity)-[r:!MENTIONS]->(o) WHERE mid IN coalesce(r.memory_ids, []) AND "
-        + fact_where + " "
-        "CALL (s, r) { OPTIONAL MATCH (s)-[n:!MENTIONS]->(no) WHERE r.valid_to IS NOT NULL AND "
-        "n.relation = r.relation AND n.valid_to IS NULL AND n.id <> r.id AND " + next_where + " "
-        "RETURN n, no ORDER BY coalesce(toString(n.valid_from), '') DESC, toString(n.created_at) DESC, n.id DESC "
-        "LIMIT 1 } "
-        f"RETURN mid, {FACT_COLUMNS}, "
-        f"CASE WHEN n IS NULL THEN null ELSE {rel_proj('n')} END AS next, "
-        "CASE WHEN no:Entity THEN no.id END AS next_target, CASE WHEN no:Value THEN no.value END AS next_value, "
-        "CASE WHEN no:Value THEN no.datatype END AS next_datatype"
-    )
+    """:func:`fact_states_of` for each memory of ``$mids`` in ``memory_where``."""
+    return (f"UNWIND $mids AS mid MATCH (m:Memory {{id: mid}}) WHERE {memory_where} "
+            f"{fact_states_of(fact_where, next_where)}RETURN mid, {STATE_COLUMNS}")
 
 
 FACT_OF_MEMORY: Final = "$mid IN coalesce(r.memory_ids, [])"

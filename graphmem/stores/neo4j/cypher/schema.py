@@ -24,6 +24,14 @@ AWAIT_INDEXES: Final = "CALL db.awaitIndexes()"
 AWAIT_INDEX: Final = "CALL db.awaitIndex($name, $timeout)"
 IDENTITY_DONE: Final = "MATCH (g:GraphmemMeta {key: 'schema'}) RETURN g.identity AS done"
 MARK_IDENTITY_DONE: Final = "MATCH (g:GraphmemMeta {key: 'schema'}) SET g.identity = 1"
+CLOSED_FACTS_DONE: Final = "MATCH (g:GraphmemMeta {key: 'schema'}) RETURN g.closed_facts AS done"
+MARK_CLOSED_FACTS_DONE: Final = "MATCH (g:GraphmemMeta {key: 'schema'}) SET g.closed_facts = 1"
+BACKFILL_CLOSED_FACTS: Final = (
+    "MATCH (:Entity)-[x]->() WHERE x.valid_to IS NOT NULL WITH DISTINCT x "
+    "CALL (x) { UNWIND coalesce(x.memory_ids, []) AS mid MATCH (m:Memory {id: mid}) SET m.closed_facts = true } "
+    "IN TRANSACTIONS OF 10000 ROWS"
+)
+"""Stores written before ``closed_facts`` (see ``cypher.graph.FLAG_CLOSED``): flag them once."""
 IDENTITY_KEYS: Final = (("Entity", "key"), ("Memory", "hash"))
 """Each label with an ``identity`` and the property it is made from (besides the exact scope)."""
 
