@@ -30,8 +30,9 @@ class InvalidFilterError(InvalidInputError):
     """A search or listing filter with an unknown operator, field or value type."""
 
 
-class NotFoundError(GraphmemError, KeyError):
-    """No memory with that id exists *in the caller's scope* (other tenants' ids look the same)."""
+class NotFoundError(GraphmemError, KeyError, ValueError):
+    """No memory with that id exists *in the caller's scope* (other tenants' ids look the same).
+    A ``ValueError`` too, as mem0 raises for an unknown id."""
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
         return str(self.args[0]) if self.args else "not found"

@@ -5,6 +5,8 @@ Syntax (mem0-compatible)::
     {"category": "work"}                                  # equality
     {"priority": {"gte": 2}, "tags": {"contains": "x"}}   # several keys are ANDed
     {"AND": [f1, f2]}  {"OR": [f1, f2]}  {"NOT": f}       # logic, nestable
+    {"NOT": [f1, f2]}                                     # none of them (mem0's form)
+    {"category": "*"}                                     # the field has a value (mem0's wildcard)
 
 Operators: ``eq ne gt gte lt lte in nin contains icontains``. A field is one of the record fields in
 :data:`RECORD_FIELDS` or a top-level metadata key (``metadata.`` prefix optional). Backends compile the
@@ -104,6 +106,11 @@ def _parse(spec: Any, where: str, budget: _Budget, depth: int) -> Filter:
                 raise InvalidFilterError(f"{where}.{key} takes a non-empty list of filters")
             items = tuple(_parse(v, f"{where}.{key}[{i}]", budget, depth + 1) for i, v in enumerate(value))
             parts.append(And(items) if key == "AND" else Or(items))
+        elif key == "NOT" and isinstance(value, list):  # mem0's form: none of the items holds
+            if not value:
+                raise InvalidFilterError(f"{where}.NOT takes a filter or a non-empty list of filters")
+            items = tuple(_parse(v, f"{where}.NOT[{i}]", budget, depth + 1) for i, v in enumerate(value))
+            parts.append(Not(items[0] if len(items) == 1 else Or(items)))
         elif key == "NOT":
             parts.append(Not(_parse(value, f"{where}.NOT", budget, depth + 1)))
         else:
@@ -132,6 +139,9 @@ def _conditions(key: Any, value: Any, where: str, budget: _Budget) -> list[Filte
                 )
             out.append(Cond(name, op, _operand(name, op, operand, is_meta, f"{where}.{key}.{op}", budget), is_meta))
         return out
+    if value == "*":  # mem0's wildcard: the field has a value, whatever it is
+        budget.spend(1, where)
+        return [Not(Cond(name, "eq", None, is_meta))]
     return [Cond(name, "eq", _operand(name, "eq", value, is_meta, f"{where}.{key}", budget), is_meta)]
 
 

@@ -361,7 +361,8 @@ def split_scope(filters: object, user_id: str | None, agent_id: str | None,
                 run_id: str | None) -> tuple[Scope, Any]:
     """The scope of a ``search``/``get_all``: from the arguments and/or, mem0 2.x's way, from the scope
     ids at the top of ``filters`` (its own keys and its top-level ``AND``'s items, equality only),
-    which are taken out of the filter. Given both ways, they must agree."""
+    which are taken out of the filter. Given both ways, they must agree. ``"*"`` leaves that id
+    open (every run of the user)."""
     given: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     rest = filters
     if isinstance(filters, dict) and any(k in filters for k in (*SCOPE_KEYS, "AND")):
@@ -372,6 +373,7 @@ def split_scope(filters: object, user_id: str | None, agent_id: str | None,
                 raise ScopeError(f"{key}={short(given[key], 60)} and filters[{key!r}]={short(value, 60)} name "
                                  "different scopes; give the scope once")
             given[key] = value
+    given = {k: None if v == "*" else v for k, v in given.items()}  # mem0's wildcard: any run, any agent
     if all(v is None for v in given.values()):
         raise ScopeError("every read and write needs a scope: pass user_id, agent_id and/or run_id, as arguments "
                          "or mem0-style at the top of filters (filters={'user_id': ...})")

@@ -30,6 +30,7 @@ from .inputs import MessagesInput
 from .models import (
     EventType,
     HistoryEvent,
+    Keep,
     MemoryRecord,
     MemoryType,
     Scope,
@@ -398,9 +399,13 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         infer: bool = True,
+        expires_at: datetime | str | Keep | None = Keep.KEEP,
+        expiration_date: date | str | Keep | None = Keep.KEEP,
     ) -> dict[str, Any]:
-        """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key).
-        ``text`` is mem0 2.x's name for ``data``.
+        """Replace the text (re-embedded) and/or merge ``metadata`` (a ``None`` value removes a key),
+        and/or set the expiry (``expires_at``, or mem0's ``expiration_date``, ``"YYYY-MM-DD"``
+        inclusive; ``None`` clears it; a time already past hides the memory from search and
+        ``get_all`` at once). ``text`` is mem0 2.x's name for ``data``.
 
         A new text is also re-extracted (``infer``): the graph facts the old text alone supported
         go, the new text's facts are checked and linked, in the same transaction as the update.
@@ -410,12 +415,18 @@ class Memory:
         data = compat.pick_text(data, text)
         inputs.metadata(metadata, self.config.limits)
         infer = inputs.flag(infer, "infer")
-        if data is None and metadata is None:
-            raise InvalidInputError("update needs new text (data) and/or metadata")
+        if expires_at is not Keep.KEEP and expiration_date is not Keep.KEEP:
+            raise InvalidInputError("give expires_at or expiration_date (mem0's name), not both")
+        expiry: datetime | Keep | None = (
+            expires_at if expires_at is Keep.KEEP or expires_at is None else inputs.when(expires_at, "expires_at"))
+        if expiration_date is not Keep.KEEP:
+            expiry = inputs.expiration_date(expiration_date)
+        if data is None and metadata is None and expiry is Keep.KEEP:
+            raise InvalidInputError("update needs new text (data), metadata and/or an expiry")
         limit = self.config.limits.max_memory_chars
         text = clean_text(data, what="data", max_chars=limit) if data is not None else None
         meta = inputs.metadata(metadata) if metadata is not None else None
-        out = update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer)
+        out = update_memory(self._ingestor, memory_id, scope, text, meta, infer=infer, expiry=expiry)
         return {**out, "message": "memory updated"}
 
     def delete(
@@ -466,14 +477,17 @@ class Memory:
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
         top_k: int | None = None,
+        show_expired: bool = False,
     ) -> Steps[dict[str, Any]]:
-        """The scope's memories, newest first, expired ones left out (as mem0). mem0-style, the scope may
-        sit in ``filters`` (``filters={"user_id": "u1"}``) and the count be ``top_k`` (mem0 2.x) for ``limit``."""
+        """The scope's memories, newest first, expired ones left out unless ``show_expired`` (as mem0).
+        mem0-style, the scope may sit in ``filters`` (``filters={"user_id": "u1"}``) and the count be
+        ``top_k`` (mem0 2.x) for ``limit``."""
         scope, filters = compat.split_scope(filters, user_id, agent_id, run_id)
         flt = inputs.filters(filters, self.config.limits)
-        live = parse_filters({"OR": [{"expires_at": None}, {"expires_at": {"gt": iso(utcnow())}}]})
-        assert live is not None
-        flt = live if flt is None else And((flt, live))
+        if not inputs.flag(show_expired, "show_expired"):
+            live = parse_filters({"OR": [{"expires_at": None}, {"expires_at": {"gt": iso(utcnow())}}]})
+            assert live is not None
+            flt = live if flt is None else And((flt, live))
         limits = self.config.limits
         n = inputs.positive(compat.pick_count(top_k, limit), limits.get_all_limit, "limit", limits.max_list_limit,
                             "limits.max_list_limit")
@@ -557,6 +571,7 @@ class Memory:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         vector: Sequence[float] | None = None,
+        show_expired: bool = False,
     ) -> Steps[dict[str, Any]]:
         """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
 
@@ -565,7 +580,7 @@ class Memory:
         (:mod:`graphmem.search.graph`); its hits obey the same scope and filters. ``since``/``until``
         keep memories whose time (``event_time``, else ``created_at``) lies in ``[since, until)``;
         ``as_of`` ranks what was known at that instant (memories created by then and not expired,
-        facts valid then). Expired memories (``expires_at``) are never returned. With ``explain``,
+        facts valid then). Expired memories (``expires_at``) are left out unless ``show_expired``. With ``explain``,
         each result carries its per-signal scores and graph path, and the answer its round trips.
         ``vector``: the query's embedding by this store's embedder, when the caller already has it
         (an agent that embedded the message for something else): search then does not embed again.
@@ -592,6 +607,7 @@ class Memory:
             threshold=self.config.search.threshold if threshold is None else inputs.threshold(threshold),
             explain=inputs.flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
             until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
+            show_expired=inputs.flag(show_expired, "show_expired"),
         )
         rerank = None if rerank is None else inputs.flag(rerank, "rerank")
         reranker = None if rerank is False else (yield Work(self._reranker))

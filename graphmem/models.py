@@ -140,6 +140,12 @@ class MemoryType(StrEnum):
     PROCEDURAL = "procedural"
 
 
+class Keep(Enum):
+    """A keyword's default meaning "leave it as it is", where ``None`` means "clear it"."""
+
+    KEEP = 0
+
+
 class EventType(StrEnum):
     ADD = "ADD"
     UPDATE = "UPDATE"

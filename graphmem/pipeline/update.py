@@ -3,10 +3,11 @@ in one transaction that the store re-checks at commit (re-planned on a conflict)
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ..errors import NotFoundError, short
-from ..models import EventType, MemoryRecord, Scope, new_id, text_hash, utcnow
+from ..models import EventType, Keep, MemoryRecord, Scope, new_id, text_hash, utcnow
 from ..stores.base import MemoryPatch
 from .graph import GraphPlan
 from .ingest import Ingestor
@@ -14,9 +15,10 @@ from .retry import replanning
 
 
 def update(ingestor: Ingestor, memory_id: str, scope: Scope, text: str | None, metadata: dict[str, Any] | None,
-           *, infer: bool) -> dict[str, Any]:
+           *, infer: bool, expiry: datetime | Keep | None = Keep.KEEP) -> dict[str, Any]:
     """Apply an already validated change. The new text is extracted once; its facts are planned
-    from the store's state at each attempt, replacing what the old text alone supported."""
+    from the store's state at each attempt, replacing what the old text alone supported.
+    ``expiry``: the new ``expires_at`` (``None`` clears it)."""
     parts = ingestor.parts
     store = parts.store
     patch = MemoryPatch(
@@ -24,6 +26,7 @@ def update(ingestor: Ingestor, memory_id: str, scope: Scope, text: str | None, m
         hash=text_hash(text) if text is not None else None,
         vector=parts.embedder.embed_one(text) if text is not None else None,
         metadata=metadata, max_metadata_bytes=parts.config.limits.max_metadata_bytes,
+        set_expiry=expiry is not Keep.KEEP, expires_at=None if expiry is Keep.KEEP else expiry,
     )
     replan = None
     if text is not None and infer:

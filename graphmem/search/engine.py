@@ -54,6 +54,7 @@ class SearchRequest:
     now: datetime | None = None
     vector: Vector | None = None
     """The query's embedding when the caller has it (L2-normalized); else the embedder makes it."""
+    show_expired: bool = False
 
 
 def time_window(since: datetime | None, until: datetime | None) -> Filter | None:
@@ -147,7 +148,7 @@ def search_steps(
         if len(floor) >= needed and fused < floor[0]:
             break
         rec = records[mid]
-        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now):
+        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now) and not req.show_expired:
             continue
         if req.as_of is not None and rec.created_at > req.as_of:
             continue

@@ -128,6 +128,16 @@ class MemoryPatch:
     key. Merging happens inside the write transaction, so concurrent patches never lose each other."""
     max_metadata_bytes: int | None = None
     """The merged metadata's bound (``limits.max_metadata_bytes``), checked inside the transaction."""
+    set_expiry: bool = False
+    """Whether to set ``expires_at`` (``None`` then clears it)."""
+    expires_at: datetime | None = None
+
+    def details(self) -> dict[str, Any]:
+        """What the UPDATE event records beside the texts."""
+        out: dict[str, Any] = {} if self.metadata is None else {"metadata": self.metadata}
+        if self.set_expiry:
+            out["expires_at"] = iso(self.expires_at) if self.expires_at else None
+        return out
 
 
 @dataclass

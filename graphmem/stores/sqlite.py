@@ -490,6 +490,8 @@ class SQLiteStore(Store):
                 sets["memory"], sets["hash"], sets["identity"] = patch.text, patch.hash, patch.hash
             if patch.vector is not None:
                 sets["embedding"] = np.ascontiguousarray(patch.vector, dtype=np.float32).tobytes()
+            if patch.set_expiry:
+                sets["expires_at"] = iso(patch.expires_at) if patch.expires_at else None
             metadata = patched_metadata(old.metadata, patch)
             sets["metadata"] = json.dumps(metadata, ensure_ascii=False)
             conn.execute(
@@ -499,12 +501,12 @@ class SQLiteStore(Store):
             new = old.model_copy(update={
                 "memory": patch.text or old.memory, "hash": patch.hash or old.hash,
                 "metadata": metadata, "updated_at": patch.updated_at,
+                "expires_at": patch.expires_at if patch.set_expiry else old.expires_at,
             })
             event = HistoryEvent(
                 id=patch.event_id, memory_id=memory_id, event=EventType.UPDATE, old_memory=old.memory,
                 new_memory=new.memory, user_id=old.user_id, agent_id=old.agent_id, run_id=old.run_id,
-                actor_id=old.actor_id, role=old.role, created_at=patch.updated_at,
-                details={"metadata": patch.metadata} if patch.metadata is not None else {},
+                actor_id=old.actor_id, role=old.role, created_at=patch.updated_at, details=patch.details(),
             )
             conn.execute("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _event_row(event))
             if relink is not None:

@@ -157,12 +157,15 @@ def update(
             props["hash"] = patch.hash
         if new_identity is not None:
             props["identity"] = new_identity
+        if patch.set_expiry:
+            props["expires_at"] = to_utc(patch.expires_at) if patch.expires_at else None
         new = old.model_copy(
             update={
                 "memory": patch.text if patch.text is not None else old.memory,
                 "hash": patch.hash if patch.hash is not None else old.hash,
                 "metadata": metadata,
                 "updated_at": to_utc(patch.updated_at),
+                "expires_at": patch.expires_at if patch.set_expiry else old.expires_at,
             }
         )
         event = HistoryEvent(
@@ -177,7 +180,7 @@ def update(
             actor_id=old.actor_id,
             role=old.role,
             created_at=to_utc(patch.updated_at),
-            details={"metadata": patch.metadata} if patch.metadata is not None else {},
+            details=patch.details(),
         )
         with conflicts():
             values = quiet({"id": memory_id, "props": props, "vec": vec, "event": history_props(event)})
