@@ -34,7 +34,6 @@ import pytest
 
 from graphmem import AsyncMemory, Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
-from graphmem.errors import GraphmemError
 from graphmem.models import utcnow
 from tests.conftest import make_config
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ..models import iso
@@ -120,46 +119,6 @@ def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
     aside ("where does she live?" names ``livesIn``, "lives in"; "who does she work for?" ``worksFor``)."""
     words = _words(question)
     return frozenset(iri for iri in ontology.relations if _says(words, iri, ontology))
-
-
-RESTATED_GAP: Final = timedelta(days=1)
-"""How far apart two statements must be said for the later one to count as the newer: a document
-loaded in one go states nothing "later"."""
-
-
-def newest_first(ranked: list[tuple[float, Any]], asked: frozenset[str], states: dict[str, FactStates],
-                 ontology: Ontology) -> dict[str, float]:
-    """In a question about the present that names relations (``asked``), the ranked memories that
-    state one of them (a fact they support, else the relation's label words in their text) are
-    put newest first, in the places they hold, when they were said at least :data:`RESTATED_GAP`
-    apart: "I moved to Porto" (May) above "I live in Lisbon" (January), also with no facts
-    (``infer=False``) and for relations that are not functional ("started at Acme" after "work at
-    Initech"). ``ranked``: (score, (memory id, fused, record, factor)), changed in place; returns
-    the score factor of each memory moved."""
-    if not asked:
-        return {}
-    places = []
-    for n, (_, item) in enumerate(ranked):
-        mid, rec = item[0], item[2]
-        st = states.get(mid)
-        stated = st is not None and asked & {*st.open, *st.ended, *(old.relation for old, _ in st.superseded)}
-        if stated or any(_says(_words(rec.memory), iri, ontology) for iri in asked):
-            places.append(n)
-    if len(places) < 2:
-        return {}
-    said = {n: ranked[n][1][2].event_time or ranked[n][1][2].created_at for n in places}
-    if max(said.values()) - min(said.values()) < RESTATED_GAP:
-        return {}
-    order = sorted(places, key=lambda n: said[n], reverse=True)
-    moved: dict[str, float] = {}
-    old = list(ranked)
-    for place, n in zip(places, order, strict=True):
-        if place != n:
-            score, item = old[n]
-            new = old[place][0]
-            ranked[place] = (new, item)
-            moved[item[0]] = new / score if score else 1.0
-    return moved
 
 
 def demote(ranked: list[tuple[float, Any]], replaced: dict[str, Superseded]) -> dict[str, float]:
