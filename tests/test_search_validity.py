@@ -146,3 +146,29 @@ def test_as_of_counts_a_memory_known_from_its_message_time(mem: Memory, uid: str
     mem.add("We moved to Porto last week", user_id=uid, infer=False, timestamp="2024-06-02T09:00:00Z")
     then = mem.search("where do I live", user_id=uid, as_of="2024-03-01T00:00:00Z")["results"]
     assert [h["id"] for h in then] == [old]
+
+
+def test_without_facts_the_later_statement_comes_first_in_a_present_question(mem: Memory, uid: str) -> None:
+    """``infer=False`` memories carry no facts: of the ranked memories that state the asked functional
+    relation (its label words), the one said later goes first when the question is about the present."""
+    old = mem.add("I live in Lisbon, near the river, and I love living in Lisbon", user_id=uid, infer=False,
+                  timestamp="2024-01-10T09:00:00Z")["results"][0]["id"]
+    new = mem.add("We moved to Porto last week", user_id=uid, infer=False,
+                  timestamp="2024-06-02T09:00:00Z")["results"][0]["id"]
+    now = mem.search("where do I live", user_id=uid, explain=True)["results"]
+    assert [h["id"] for h in now][:2] == [new, old] and "newest_first" in now[0]["score_details"]
+    assert mem.search("where did I live", user_id=uid)["results"][0]["id"] == old
+
+
+def test_statements_said_together_or_by_another_person_keep_their_order(mem: Memory, uid: str) -> None:
+    """A document loaded in one go states nothing later; nor does another person's later move."""
+    first = mem.add("I live in Lisbon, near the river, and I love living in Lisbon", user_id=uid,
+                    infer=False)["results"][0]["id"]
+    mem.add("We moved to Porto last week", user_id=uid, infer=False)
+    assert mem.search("where do I live", user_id=uid)["results"][0]["id"] == first
+    other = f"{uid}-2"
+    mine = mem.add([{"role": "user", "name": "Ruth", "content": "I live in Lisbon and I love living in Lisbon"}],
+                   user_id=other, infer=False, timestamp="2024-01-10T09:00:00Z")["results"][0]["id"]
+    mem.add([{"role": "user", "name": "Tom", "content": "I moved to Porto"}], user_id=other, infer=False,
+            timestamp="2024-06-02T09:00:00Z")
+    assert mem.search("where does Ruth live", user_id=other)["results"][0]["id"] == mine

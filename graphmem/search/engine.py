@@ -24,7 +24,7 @@ from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
-from .validity import Superseded, asks_about_past, demote, superseded
+from .validity import Superseded, asked_relations, asks_about_past, demote, newest_first, superseded
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -163,6 +163,7 @@ def search_steps(
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}
+    restated: dict[str, float] = {}
     reads = cands.round_trips
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
         if cands.fact_states is not None and (sub.fact_states is not None or not sub.records):
@@ -171,8 +172,11 @@ def search_steps(
             states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
             reads += 1
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
-        if replaced and req.as_of is None and not asks_about_past(req.text):
-            moved = demote(ranked, replaced)
+        if req.as_of is None and not asks_about_past(req.text):
+            moved = demote(ranked, replaced) if replaced else {}
+            onto = ontology()
+            restated = newest_first(ranked, frozenset(graph.relations) or asked_relations(req.text, onto), onto,
+                                    req.text)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]
@@ -193,6 +197,8 @@ def search_steps(
                 details["decay"] = factor
             if mid in moved:
                 details["superseded"] = moved[mid]
+            if mid in restated:
+                details["newest_first"] = restated[mid]
             if mid in reranked:
                 details["rerank"] = reranked[mid]
             if "graph" in details and mid in graph.paths:

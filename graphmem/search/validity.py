@@ -10,15 +10,20 @@ about the past (``as_of``, or :func:`asks_about_past`), a superseded memory's sc
 :data:`SUPERSEDED` and kept below the memory stating the newer value when that one is ranked too.
 Every superseded hit says so (``superseded_by``, the closed fact's ``valid_from``/``valid_to``),
 whether it was moved or not.
+
+Memories without facts (``infer=False``, or what extraction missed) *conflict* when they state the
+same functional relation the question asks about, of the same person, said on different days:
+:func:`newest_first` puts the later first in a question about the present.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from ..models import iso
+from ..models import MemoryRecord, MemoryType, iso
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,6 +124,72 @@ def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
     aside ("where does she live?" names ``livesIn``, "lives in"; "who does she work for?" ``worksFor``)."""
     words = _words(question)
     return frozenset(iri for iri in ontology.relations if _says(words, iri, ontology))
+
+
+RESTATED_GAP: Final = timedelta(days=1)
+"""How far apart two statements must be said for the later one to count as the newer: a document
+loaded in one go states nothing "later"."""
+
+
+_NAME: Final = re.compile(r"\b[A-Z][\w'-]+")
+_QUESTION_WORDS: Final = frozenset({"what", "where", "who", "whom", "which", "when", "how", "why", "is", "does",
+                                    "do", "i", "my", "the", "a", "an", "can", "could", "would", "tell", "whose"})
+
+
+def _by_or_naming(rec: MemoryRecord, name: str) -> bool:
+    """Whether the memory was said by ``name`` (casefolded) or names them."""
+    return (rec.actor_id or "").casefold() == name or re.search(
+        rf"\b{re.escape(name)}\b", rec.memory.casefold()) is not None
+
+
+def _said(rec: MemoryRecord) -> datetime | None:
+    """When the memory was said: its message's time (``event_time`` of a semantic or procedural
+    memory), else when it was stored. An episodic memory's ``event_time`` is when what it tells
+    happened ("in 1995 ..."), not when it was said: it does not count."""
+    if rec.memory_type is MemoryType.EPISODIC:
+        return None
+    return rec.event_time or rec.created_at
+
+
+def newest_first(ranked: list[tuple[float, Any]], asked: frozenset[str], ontology: Ontology,
+                 question: str = "") -> dict[str, float]:
+    """In a question about the present that names functional relations (``asked``; one current
+    value, so a later statement replaces an earlier one), the ranked memories whose text says one
+    of them (the relation's label words) are put newest first, in the places they hold, when they
+    were said at least :data:`RESTATED_GAP` apart: "We moved to Porto" (May) above "I live in
+    Lisbon" (January), with or without facts (``infer=False``), so on every backend alike. When the
+    question names someone whom ranked memories name or who said them, only their memories count.
+    ``ranked``: (score, (memory id, fused, record, factor)), changed in place; returns the score
+    factor of each memory moved."""
+    asked = frozenset(iri for iri in asked if ontology.relations[iri].functional)
+    if not asked:
+        return {}
+    records = [item[2] for _, item in ranked]
+    named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
+    named = {n for n in named if any(_by_or_naming(r, n) for r in records)}
+    said: dict[int, datetime] = {}
+    for n, (_, item) in enumerate(ranked):
+        rec = item[2]
+        when = _said(rec)
+        if when is None or (named and not any(_by_or_naming(rec, name) for name in named)):
+            continue
+        if any(_says(_words(rec.memory), iri, ontology) for iri in asked):
+            said[n] = when
+    places = list(said)
+    if len(places) < 2:
+        return {}
+    if max(said.values()) - min(said.values()) < RESTATED_GAP:
+        return {}
+    order = sorted(places, key=lambda n: said[n], reverse=True)
+    moved: dict[str, float] = {}
+    old = list(ranked)
+    for place, n in zip(places, order, strict=True):
+        if place != n:
+            score, item = old[n]
+            new = old[place][0]
+            ranked[place] = (new, item)
+            moved[item[0]] = new / score if score else 1.0
+    return moved
 
 
 def demote(ranked: list[tuple[float, Any]], replaced: dict[str, Superseded]) -> dict[str, float]:

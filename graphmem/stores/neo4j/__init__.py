@@ -3,7 +3,7 @@
 Graph model (documented for analysts; these names are stable):
 
 ``(:Memory {id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata,
-created_at, updated_at, event_time, expires_at, embedding})``
+created_at, updated_at, event_time, expires_at, closed_facts, embedding})``
     ``metadata`` is the whole metadata as a JSON string. Each top-level key whose value is a scalar
     (string, integer, float, boolean) or a list of scalars of one type is mirrored as the property
     ``md.<key>`` so Cypher can filter on it; any other non-null value (an object, a mixed list) is
@@ -12,6 +12,8 @@ created_at, updated_at, event_time, expires_at, embedding})``
     lower-casing (ß, ligatures, final sigma), ``mdfold.<key>`` and, for the caller-supplied record
     fields, ``fold.<field>`` hold the folded form for ``icontains``. Integers beyond 64 bits are
     mirrored as floats. ``embedding`` is a float32 array (``db.create.setNodeVectorProperty``).
+    ``closed_facts`` is ``true`` once a fact the memory supports was closed (set in that
+    transaction): search reads the fact states of those memories only.
 ``(:HistoryEvent {id, memory_id, event, old_memory, new_memory, user_id, agent_id, run_id, actor_id,
 role, created_at, details, seq})``
     ``details`` is a JSON string. History is not linked to the memory, so it outlives it.
