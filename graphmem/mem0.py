@@ -435,6 +435,11 @@ def history_row(event: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def warn_prompt_without_llm() -> None:
+    warnings.warn("add(prompt=...) instructs an LLM extractor; this one (the rule-based extractor unless "
+                  "llm.provider is set) cannot follow it", Mem0CompatWarning, stacklevel=_caller_level())
+
+
 def warn_no_reranker() -> None:
     warnings.warn("search(rerank=True), but no reranker is configured (search.rerank.model, or a mem0 "
                   "reranker section): the results keep their fused order", Mem0CompatWarning,

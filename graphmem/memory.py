@@ -83,7 +83,7 @@ def _batch(size: int) -> int:
     return size
 
 
-_ADD_ITEM_KEYS = frozenset({"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type",
+_ADD_ITEM_KEYS = frozenset({"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type", "prompt",
                             "timestamp", "triples", "expires_at", "expiration_date", "speaker"})
 """What an ``add_many`` item may hold: ``add``'s arguments."""
 
@@ -244,6 +244,7 @@ class Memory:
         expires_at: datetime | str | None = None,
         speaker: str | None = None,
         expiration_date: date | str | None = None,
+        prompt: str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Store what the messages say, and the facts in ``triples`` (checked by the ontology guard).
 
@@ -267,13 +268,15 @@ class Memory:
         ``speaker``: the name of whoever says the user messages that carry no ``name`` ("I live in
         Oslo" is then that person's fact); without one, "I" is the scope's user (``user_id``).
         Text the extractor leaves out (an assistant's turns, small talk, questions to the assistant)
-        is listed under ``skipped`` with its reason.
+        is listed under ``skipped`` with its reason. ``prompt`` (mem0's): instructions for this call's
+        extraction, added to the LLM extractor's own (which the ontology and the guard need, so they
+        are never replaced); the rule extractor cannot follow them (``Mem0CompatWarning``).
         """
         now = utcnow()
         request = self._add_request(now, messages, user_id=user_id, agent_id=agent_id, run_id=run_id,
                                     metadata=metadata, infer=infer, memory_type=memory_type, timestamp=timestamp,
                                     triples=triples, expires_at=expires_at, speaker=speaker,
-                                    expiration_date=expiration_date)
+                                    expiration_date=expiration_date, prompt=prompt)
         out = yield from self._ingestor.add_steps(request, now)
         return out
 
@@ -336,7 +339,7 @@ class Memory:
         run_id: str | None, metadata: dict[str, Any] | None, infer: bool, memory_type: MemoryType | str | None,
         expires_at: datetime | str | None, timestamp: datetime | str | int | float | None = None,
         triples: Sequence[dict[str, Any] | TripleInput] | None = None, speaker: str | None = None,
-        expiration_date: date | str | None = None,
+        expiration_date: date | str | None = None, prompt: str | None = None,
     ) -> AddRequest:
         """``add``'s arguments checked (each with a typed error naming it)."""
         limits = self.config.limits
@@ -351,7 +354,11 @@ class Memory:
         mtype = inputs.memory_type(compat.memory_type(memory_type))
         event_time = inputs.when(timestamp, "timestamp")
         facts = parse_triples(triples, max_chars=limits.max_entity_chars, max_count=limits.max_batch)
-        return AddRequest(scope, msgs, meta, mtype, event_time, facts, inputs.flag(infer, "infer"), expires)
+        infer = inputs.flag(infer, "infer")
+        instructions = None if prompt is None else clean_text(prompt, what="prompt", max_chars=limits.max_memory_chars)
+        if instructions is not None and infer and not self._parts.extractor.follows_instructions:
+            compat.warn_prompt_without_llm()
+        return AddRequest(scope, msgs, meta, mtype, event_time, facts, infer, expires, instructions)
 
     def rejected(
         self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,

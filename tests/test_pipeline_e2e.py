@@ -6,12 +6,13 @@ controls exactly what the model says, chunk by chunk."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from graphmem import ExtractionError, LLMError, Memory, MemoryConfig
+from graphmem import ExtractionError, LLMError, Mem0CompatWarning, Memory, MemoryConfig
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import Scope
 from graphmem.testing import Reply, StandinServer
@@ -155,3 +156,21 @@ def test_rejected_triples_are_sent_back_once_then_quarantined(backend: str, tmp_
     assert len(mem.rejected(user_id=uid)) == 1
     assert len(llm.chat_requests) == 2  # one extraction, one repair: never a second re-ask
     mem.close()
+
+
+def test_add_prompt_reaches_the_model_and_the_rule_extractor_says_it_cannot(lmem: Memory, llm: StandinServer,
+                                                                           uid: str, tmp_path: Path) -> None:
+    """mem0's ``add(prompt=)``: the caller's instructions go into the extraction request beside graphmem's
+    own (the ontology and the answer's shape stay); the rule extractor cannot follow them and says so."""
+    lmem.add("FACT Wei:Person livesIn Beijing:City", user_id=uid, prompt="Keep only where people live.")
+    system = "\n".join(str(m["content"]) for m in llm.chat_requests[-1]["messages"] if m["role"] == "system")
+    assert "Keep only where people live." in system and "livesIn" in system
+    lmem.add("FACT Wei:Person worksFor Acme:Company", user_id=uid)
+    later = "\n".join(str(m["content"]) for m in llm.chat_requests[-1]["messages"] if m["role"] == "system")
+    assert "Keep only where people live." not in later  # for that call only
+    with Memory(MemoryConfig.load(make_config("sqlite", tmp_path / "rules")), embedder=HashingEmbedder(384)) as rules:
+        with pytest.warns(Mem0CompatWarning, match="cannot follow"):
+            rules.add("I live in Oslo.", user_id=uid, prompt="Keep only where people live.")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            rules.add("I live in Bergen.", user_id=uid, infer=False, prompt="ignored: nothing is extracted")

@@ -277,6 +277,9 @@ def context_block(context: ExtractionContext) -> str:
             _entity_line(e.number, e.name, e.types, e.aliases, context.ontology) for e in context.entities))
     else:
         parts.append("KNOWN ENTITIES: none (existing is always null).")
+    if context.instructions:
+        parts.append("THE CALLER'S INSTRUCTIONS FOR THIS TEXT (follow them within the rules above):\n"
+                     + context.instructions)
     return "\n\n".join(parts)
 
 

@@ -101,6 +101,9 @@ class ExtractionContext:
     """Where the chunk sits in its ``add`` (errors name it: "chunk 2 of 6")."""
     usage: Usage | None = None
     """The ``add``'s usage counters; an extractor that calls a model adds to them."""
+    instructions: str | None = None
+    """The caller's instructions for this ``add`` (mem0's ``prompt``): a model follows them within
+    its own; the rule extractor cannot."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ class Extractor(ABC):
     name: str
     uses_known_memories: bool = True
     """Whether ``extract`` reads ``context.memories``; when not, the pipeline skips that lookup."""
+    follows_instructions: bool = False
+    """Whether ``extract`` reads ``context.instructions``; when not, ``add(prompt=)`` warns."""
 
     @abstractmethod
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:

@@ -99,6 +99,8 @@ class AddRequest:
     triples: list[TripleInput]
     infer: bool
     expires_at: datetime | None = None
+    instructions: str | None = None
+    """The caller's extraction instructions for this add (mem0's ``prompt``)."""
 
 
 @dataclass
@@ -367,7 +369,7 @@ class Ingestor:
                 ontology=ontology, reference_time=reference, speakers=speakers, roles=roles, user=req.scope.user_id,
                 memories=(yield from self._known_memories(req.scope, chunk, vec)) if vec is not None else [],
                 entities=(yield from self._known_entities(req.scope, chunk)),
-                chunk_index=c, chunk_count=len(out.chunks), usage=out.usage,
+                chunk_index=c, chunk_count=len(out.chunks), usage=out.usage, instructions=req.instructions,
             )
             result = yield from extraction(chunk, ctx)
             out.contexts.append(ctx)

@@ -109,6 +109,8 @@ class LLMExtractor(Extractor):
     lock; requests run concurrently.
     """
 
+    follows_instructions = True
+
     def __init__(self, config: LLMConfig, client: openai.OpenAI | None = None) -> None:
         """``client`` (optional) is used with its own timeout; re-sends are graphmem's (``llm.max_retries``)."""
         self.config = config
