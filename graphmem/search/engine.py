@@ -24,7 +24,7 @@ from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
-from .validity import Superseded, asked_relations, asks_about_past, demote, newest_first, superseded
+from .validity import Superseded, asks_about_past, demote, newest_first, superseded
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -174,9 +174,7 @@ def search_steps(
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if req.as_of is None and not asks_about_past(req.text):
             moved = demote(ranked, replaced) if replaced else {}
-            onto = ontology()
-            restated = newest_first(ranked, frozenset(graph.relations) or asked_relations(req.text, onto), onto,
-                                    req.text)
+            restated = newest_first(ranked, req.text, ontology, frozenset(graph.relations))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]

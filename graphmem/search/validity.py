@@ -151,20 +151,26 @@ def _said(rec: MemoryRecord) -> datetime | None:
     return rec.event_time or rec.created_at
 
 
-def newest_first(ranked: list[tuple[float, Any]], asked: frozenset[str], ontology: Ontology,
-                 question: str = "") -> dict[str, float]:
+def newest_first(ranked: list[tuple[float, Any]], question: str, ontology: Callable[[], Ontology],
+                 linked: frozenset[str] = frozenset()) -> dict[str, float]:
     """In a question about the present that names functional relations (``asked``; one current
     value, so a later statement replaces an earlier one), the ranked memories whose text says one
     of them (the relation's label words) are put newest first, in the places they hold, when they
     were said at least :data:`RESTATED_GAP` apart: "We moved to Porto" (May) above "I live in
     Lisbon" (January), with or without facts (``infer=False``), so on every backend alike. When the
     question names someone whom ranked memories name or who said them, only their memories count.
-    ``ranked``: (score, (memory id, fused, record, factor)), changed in place; returns the score
-    factor of each memory moved."""
-    asked = frozenset(iri for iri in asked if ontology.relations[iri].functional)
+    ``ranked``: (score, (memory id, fused, record, factor)), changed in place; ``linked``: the
+    relations the graph signal linked in the question, else :func:`asked_relations`. Returns the
+    score factor of each memory moved. The ontology loads only when the ranked memories were said
+    on different days."""
+    records = [item[2] for _, item in ranked]
+    times = [t for t in map(_said, records) if t is not None]
+    if len(times) < 2 or max(times) - min(times) < RESTATED_GAP:
+        return {}
+    onto = ontology()
+    asked = frozenset(iri for iri in (linked or asked_relations(question, onto)) if onto.relations[iri].functional)
     if not asked:
         return {}
-    records = [item[2] for _, item in ranked]
     named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
     named = {n for n in named if any(_by_or_naming(r, n) for r in records)}
     said: dict[int, datetime] = {}
@@ -173,7 +179,7 @@ def newest_first(ranked: list[tuple[float, Any]], asked: frozenset[str], ontolog
         when = _said(rec)
         if when is None or (named and not any(_by_or_naming(rec, name) for name in named)):
             continue
-        if any(_says(_words(rec.memory), iri, ontology) for iri in asked):
+        if any(_says(_words(rec.memory), iri, onto) for iri in asked):
             said[n] = when
     places = list(said)
     if len(places) < 2:
