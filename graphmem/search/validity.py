@@ -153,8 +153,8 @@ def _said(rec: MemoryRecord) -> datetime | None:
 
 def newest_first(ranked: list[tuple[float, Any]], question: str, ontology: Callable[[], Ontology],
                  linked: frozenset[str] = frozenset()) -> dict[str, float]:
-    """In a question about the present that names functional relations (``asked``; one current
-    value, so a later statement replaces an earlier one), the ranked memories whose text says one
+    """In a question about the present that names functional relations (one current value, so a
+    later statement replaces an earlier one), the ranked memories whose text says one
     of them (the relation's label words) are put newest first, in the places they hold, when they
     were said at least :data:`RESTATED_GAP` apart: "We moved to Porto" (May) above "I live in
     Lisbon" (January), with or without facts (``infer=False``), so on every backend alike. When the
@@ -168,7 +168,8 @@ def newest_first(ranked: list[tuple[float, Any]], question: str, ontology: Calla
     if len(times) < 2 or max(times) - min(times) < RESTATED_GAP:
         return {}
     onto = ontology()
-    asked = frozenset(iri for iri in (linked or asked_relations(question, onto)) if onto.relations[iri].functional)
+    asked = frozenset(iri for iri in (linked or asked_relations(question, onto))
+                      if (info := onto.relations.get(iri)) is not None and info.functional)
     if not asked:
         return {}
     named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
