@@ -55,6 +55,7 @@ class SearchRequest:
     vector: Vector | None = None
     """The query's embedding when the caller has it (L2-normalized); else the embedder makes it."""
     show_expired: bool = False
+    """Rank expired memories too (mem0's ``show_expired``)."""
 
 
 def time_window(since: datetime | None, until: datetime | None) -> Filter | None:

@@ -18,6 +18,7 @@ same functional relation the question asks about, of the same person, said on di
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -109,21 +110,28 @@ def _words(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z]+", text.casefold())}
 
 
+@functools.lru_cache(maxsize=8)
+def _label_words(ontology: Ontology) -> dict[str, tuple[frozenset[str], ...]]:
+    """Each relation's labels as sets of stemmed content words, once per ontology (search reads
+    them on every question about the present)."""
+    out: dict[str, tuple[frozenset[str], ...]] = {}
+    for iri, info in ontology.relations.items():
+        sets = ({_stem(w) for w in re.findall(r"[a-z]+", label.casefold()) if w not in _FUNCTION_WORDS}
+                for label in (info.label, *info.alt_labels))
+        out[iri] = tuple(frozenset(c) for c in sets if c)
+    return out
+
+
 def _says(words: set[str], iri: str, ontology: Ontology) -> bool:
     """Whether the words hold every content word of one of the relation's labels."""
-    info = ontology.relations[iri]
-    for label in (info.label, *info.alt_labels):
-        content = {_stem(w) for w in re.findall(r"[a-z]+", label.casefold()) if w not in _FUNCTION_WORDS}
-        if content and content <= words:
-            return True
-    return False
+    return any(content <= words for content in _label_words(ontology).get(iri, ()))
 
 
 def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
     """The relations whose label or ``skos:altLabel`` words all occur in the question, inflection
     aside ("where does she live?" names ``livesIn``, "lives in"; "who does she work for?" ``worksFor``)."""
     words = _words(question)
-    return frozenset(iri for iri in ontology.relations if _says(words, iri, ontology))
+    return frozenset(iri for iri, labels in _label_words(ontology).items() if any(c <= words for c in labels))
 
 
 RESTATED_GAP: Final = timedelta(days=1)
