@@ -26,7 +26,7 @@ def update(ingestor: Ingestor, memory_id: str, scope: Scope, text: str | None, m
         hash=text_hash(text) if text is not None else None,
         vector=parts.embedder.embed_one(text) if text is not None else None,
         metadata=metadata, max_metadata_bytes=parts.config.limits.max_metadata_bytes,
-        set_expiry=expiry is not Keep.KEEP, expires_at=None if expiry is Keep.KEEP else expiry,
+        expires_at=expiry,
     )
     replan = None
     if text is not None and infer:

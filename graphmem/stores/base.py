@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidInputError, UnsupportedError
 from ..filters import Filter
-from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso
+from ..models import Entity, HistoryEvent, Keep, MemoryRecord, QuarantineEntry, Relation, Scope, iso
 
 Vector = npt.NDArray[np.float32]
 
@@ -128,14 +128,13 @@ class MemoryPatch:
     key. Merging happens inside the write transaction, so concurrent patches never lose each other."""
     max_metadata_bytes: int | None = None
     """The merged metadata's bound (``limits.max_metadata_bytes``), checked inside the transaction."""
-    set_expiry: bool = False
-    """Whether to set ``expires_at`` (``None`` then clears it)."""
-    expires_at: datetime | None = None
+    expires_at: datetime | Keep | None = Keep.KEEP
+    """The new expiry; ``None`` clears it."""
 
     def details(self) -> dict[str, Any]:
         """What the UPDATE event records beside the texts."""
         out: dict[str, Any] = {} if self.metadata is None else {"metadata": self.metadata}
-        if self.set_expiry:
+        if self.expires_at is not Keep.KEEP:
             out["expires_at"] = iso(self.expires_at) if self.expires_at else None
         return out
 

@@ -34,6 +34,7 @@ from ..models import (
     Entity,
     EventType,
     HistoryEvent,
+    Keep,
     MemoryRecord,
     MemoryType,
     QuarantineEntry,
@@ -490,7 +491,7 @@ class SQLiteStore(Store):
                 sets["memory"], sets["hash"], sets["identity"] = patch.text, patch.hash, patch.hash
             if patch.vector is not None:
                 sets["embedding"] = np.ascontiguousarray(patch.vector, dtype=np.float32).tobytes()
-            if patch.set_expiry:
+            if patch.expires_at is not Keep.KEEP:
                 sets["expires_at"] = iso(patch.expires_at) if patch.expires_at else None
             metadata = patched_metadata(old.metadata, patch)
             sets["metadata"] = json.dumps(metadata, ensure_ascii=False)
@@ -501,7 +502,7 @@ class SQLiteStore(Store):
             new = old.model_copy(update={
                 "memory": patch.text or old.memory, "hash": patch.hash or old.hash,
                 "metadata": metadata, "updated_at": patch.updated_at,
-                "expires_at": patch.expires_at if patch.set_expiry else old.expires_at,
+                "expires_at": old.expires_at if patch.expires_at is Keep.KEEP else patch.expires_at,
             })
             event = HistoryEvent(
                 id=patch.event_id, memory_id=memory_id, event=EventType.UPDATE, old_memory=old.memory,

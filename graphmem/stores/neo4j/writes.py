@@ -18,7 +18,7 @@ from typing import Any, Final
 from neo4j import ManagedTransaction
 
 from ...errors import ConflictError, DuplicateMemoryError, StoreError
-from ...models import EventType, HistoryEvent, MemoryRecord, Relation, Scope, norm_name, to_utc, utcnow
+from ...models import EventType, HistoryEvent, Keep, MemoryRecord, Relation, Scope, norm_name, to_utc, utcnow
 from ..base import (
     Expectations,
     GraphWrite,
@@ -157,7 +157,7 @@ def update(
             props["hash"] = patch.hash
         if new_identity is not None:
             props["identity"] = new_identity
-        if patch.set_expiry:
+        if patch.expires_at is not Keep.KEEP:
             props["expires_at"] = to_utc(patch.expires_at) if patch.expires_at else None
         new = old.model_copy(
             update={
@@ -165,7 +165,7 @@ def update(
                 "hash": patch.hash if patch.hash is not None else old.hash,
                 "metadata": metadata,
                 "updated_at": to_utc(patch.updated_at),
-                "expires_at": patch.expires_at if patch.set_expiry else old.expires_at,
+                "expires_at": old.expires_at if patch.expires_at is Keep.KEEP else patch.expires_at,
             }
         )
         event = HistoryEvent(
