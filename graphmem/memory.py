@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import os
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -212,9 +213,12 @@ class Memory:
 
     def warm(self) -> Memory:
         """Load now what the first ``add`` and ``search`` would load (the compiled ontology and guard,
-        the extractor's models, the embedder's first run), so the first request of a server costs what
-        the hundredth does. ``graphmem serve`` and ``graphmem mcp`` call it before they answer."""
+        the extractor's models, the embedder's first run, the search path's code and statements), so the
+        first request of a server costs what the hundredth does. ``graphmem serve`` and ``graphmem mcp``
+        call it before they answer."""
         self._parts.warm()
+        # a scope nobody has: the read path runs end to end, finds nothing and writes nothing
+        self.search("where does the user live now?", user_id=f"warm-{uuid.uuid4().hex}")
         return self
 
     def close(self) -> None:

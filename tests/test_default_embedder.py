@@ -89,9 +89,20 @@ def test_pull_fetches_and_checks_the_files(tmp_path: Path, monkeypatch: pytest.M
     folder = files.pull()
     assert folder == tmp_path / "models" / files.DEFAULT_MODEL
     assert all((folder / name).is_file() for name in files.REQUIRED)
+    graphs = tmp_path / "models" / "onnx"
+    graphs.mkdir(parents=True)
+    for i in range(bert.KEEP_GRAPHS + 1):  # graphs of models used long ago
+        (graphs / f"old{i}.onnx").write_bytes(b"x")
+        os.utime(graphs / f"old{i}.onnx", (1_000_000 + i, 1_000_000 + i))
     fresh = OnnxEmbedder(EmbedderConfig(provider="onnx"))  # builds and caches its graph in tmp_path
-    assert list((tmp_path / "models" / "onnx").glob("*.onnx"))
+    built = sorted(set(graphs.glob("*.onnx")) - {graphs / f"old{i}.onnx" for i in range(bert.KEEP_GRAPHS + 1)})
+    assert len(built) == 1 and len(list(graphs.glob("*.onnx"))) == bert.KEEP_GRAPHS  # the oldest pruned
+    assert (graphs / f"old{bert.KEEP_GRAPHS}.onnx").exists() and not (graphs / "old0.onnx").exists()
     assert float(fresh.embed_one("the same model") @ onnx.embed_one("the same model")) > 0.99999
+    os.utime(folder / "model.safetensors")  # pulled again: new times, the same published bytes
+    OnnxEmbedder(EmbedderConfig(provider="onnx"))
+    assert sorted(set(graphs.glob("*.onnx")) - {graphs / f"old{i}.onnx" for i in range(bert.KEEP_GRAPHS + 1)}) \
+        == built  # no second 90 MB graph
     (folder / "model.safetensors").write_bytes(b"tampered")
     with pytest.raises(EmbeddingError, match="SHA-256"):
         files._verify(folder)

@@ -102,3 +102,23 @@ assert out['relations']['added']
     assert "owlrl" in cold  # the first process compiles the ontology and caches it
     warm = loaded_after(code, tmp_path, env)
     assert "owlrl" not in warm and "pyshacl" in warm  # the guard still validates; the closure is cached
+
+
+def test_warm_loads_what_the_first_add_and_search_would(tmp_path: Path) -> None:
+    """After ``warm`` (what the servers run before they answer), the first add and search import
+    nothing more, the loaded spaCy pipeline is out of the collector's reach, and warm wrote nothing."""
+    code = (
+        "import gc, sys\n"
+        "from graphmem import Memory\n"
+        f"m = Memory({{'home': {str(tmp_path / 'home')!r}}}).warm()\n"
+        "assert gc.get_freeze_count() > 0\n"
+        "assert m.store.count() == 0\n"
+        "before = set(sys.modules)\n"
+        "m.add('I moved to Lisbon last year and work for Northwind.', user_id='u')\n"
+        "m.search('where does the user live now?', user_id='u')\n"
+        "print('NEW', sorted(set(sys.modules) - before))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.rsplit("NEW", 1)[1].strip() == "[]"

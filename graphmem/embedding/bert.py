@@ -15,9 +15,11 @@ cost as much as the matrix products), and ONNX Runtime's fused kernels beat PyTo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ log = logging.getLogger("graphmem")
 
 GRAPH_FORMAT: Final = 1
 """Bump when the graph this module builds changes, so cached graphs are rebuilt."""
+KEEP_GRAPHS: Final = 3
+"""Cached graphs kept, the most recently used: the default model's and a couple of the user's own."""
 BATCH_TOKENS: Final = 8192
 """Padded tokens per forward at most: bounds the attention scores' memory (batch × heads × length²)."""
 MIN_FILL: Final = 0.9
@@ -154,17 +158,30 @@ def _graph(folder: Path, spec: BertSpec) -> str | bytes:
     """The ONNX graph's file in the cache (built when missing), or its bytes when there is no cache."""
     weights = folder / "model.safetensors"
     stat = weights.stat()
-    key = hashlib.sha256(
-        f"{GRAPH_FORMAT}\0{weights.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{spec}".encode()).hexdigest()[:24]
+    # the published model is known by its checked digest, so a fresh pull or a copy elsewhere reuses the
+    # graph; any other folder by where its weights are and when they changed
+    identity = files.published_sha256(folder) or f"{weights.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    key = hashlib.sha256(f"{GRAPH_FORMAT}\0{identity}\0{spec}".encode()).hexdigest()[:24]
     base = files.models_dir()
     path = base / "onnx" / f"{key}.onnx" if base is not None else None
     if path is not None and path.is_file():
+        with contextlib.suppress(OSError):
+            os.utime(path)  # last used: what pruning keeps
         return str(path)
     log.info("graphmem: building the ONNX graph of %s (once)", folder)
     data = build_graph(weights, spec)
-    if path is None:
-        return data
-    return str(path) if cachedir.write(path, data) else data  # no cache: a build per process
+    if path is None or not cachedir.write(path, data):
+        return data  # no cache: a build per process
+    _prune(path.parent, keep=path)
+    return str(path)
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Drop all but the ``KEEP_GRAPHS`` most recently used graphs: each is the size of its model."""
+    graphs = sorted(folder.glob("*.onnx"), key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True)
+    for old in [g for g in graphs if g != keep][KEEP_GRAPHS - 1:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def build_graph(weights: Path, spec: BertSpec) -> bytes:

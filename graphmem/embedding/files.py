@@ -50,6 +50,13 @@ def is_default(model: str) -> bool:
     return model.removeprefix("sentence-transformers/") == DEFAULT_MODEL
 
 
+def published_sha256(folder: Path) -> str | None:
+    """The weights' published SHA-256 when ``folder`` holds the pulled default model (checked when it was
+    pulled), else ``None``."""
+    cached = _cached()
+    return _SHA256["model.safetensors"] if cached is not None and folder == cached else None
+
+
 def models_dir() -> Path | None:
     """The folder pulled models go in, or ``None`` when graphmem's cache is off."""
     base = cachedir.root()
