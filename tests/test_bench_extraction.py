@@ -61,11 +61,12 @@ CLINIC = BENCH.parent / "examples" / "ontologies" / "clinic"
 
 
 @pytest.mark.parametrize(("name", "at_least"), [("extraction-gold.jsonl", 30), ("extraction-holdout.jsonl", 25),
-                                                ("extraction-holdout-2.jsonl", 40), ("extraction-clinic.jsonl", 20)])
+                                                ("extraction-holdout-2.jsonl", 40), ("extraction-clinic.jsonl", 20),
+                                                ("extraction-dev-2.jsonl", 40), ("extraction-clinic-dev.jsonl", 20)])
 def test_gold_sets_are_valid(ontology: Ontology, name: str, at_least: int) -> None:
     """Every gold set parses, and every triple and validity row uses a relation of its ontology whose
     domain and range admit the endpoint types the conversation gives."""
-    if name == "extraction-clinic.jsonl":
+    if name.startswith("extraction-clinic"):
         ontology = Ontology.load(CLINIC / "clinic.ttl", CLINIC / "clinic.shapes.ttl")
     convs = [json.loads(line) for line in (BENCH / "data" / name).read_text(encoding="utf-8").splitlines()
              if line.strip()]
