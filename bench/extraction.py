@@ -76,6 +76,10 @@ def _config(args: argparse.Namespace, home: Path, base_url: str | None) -> dict[
         from graphmem import MemoryConfig
 
         cfg = MemoryConfig.from_file(args.config).model_dump(mode="json", exclude_none=True)
+        here = Path(args.config).resolve().parent  # ontology files named relative to the config file
+        for key in ("ontology", "shapes"):
+            if cfg.get("ontology", {}).get(key):
+                cfg["ontology"][key] = [str(here / f) for f in cfg["ontology"][key]]
         for secret in ("llm", "embedder"):  # SecretStr dumps masked; take the real key back
             key = getattr(getattr(MemoryConfig.from_file(args.config), secret), "api_key", None)
             if key is not None:
@@ -287,7 +291,11 @@ def main() -> None:
         return
     from graphmem.ontology import Ontology
 
-    rels = relations_of(Ontology.load())
+    if args.config:  # score by the ontology the run used: its inverses and symmetric relations
+        section = _config(args, ROOT, None).get("ontology", {})
+        rels = relations_of(Ontology.load(section.get("ontology"), section.get("shapes")))
+    else:
+        rels = relations_of(Ontology.load())
     name = args.extractor + ("-standin" if args.standin else "")
     collected = collect(args, gold)
     result = score(gold, collected["runs"], rels) | {"sent": _sum_sent(collected), "seconds": collected["seconds"],

@@ -99,3 +99,28 @@ def test_the_scope_user_is_one_node_whatever_it_is_called_first(tmp_path: Path, 
         assert len(people) == 1 and {people[0]["name"], *people[0]["aliases"]} == {"u-17", "Kari"}
         sources = {f["source"]["id"] for f in m.facts(user_id="u-17")["results"]}
         assert sources == {people[0]["id"]}
+
+
+def test_listed_languages_take_their_modifiers(extractor: RuleExtractor) -> None:
+    """A language after "and" is named with an adverb after it or an adjective before it, and a
+    language is not the start of a longer name ("Japanese on Duolingo")."""
+    assert {("Kari", "speaks", "Hausa"), ("Kari", "speaks", "English")} <= facts(
+        extractor, "Kari: I speak Hausa and English fluently.")
+    assert ("Kari", "speaks", "English") in facts(extractor, "Kari: I speak Spanish and decent English.")
+    assert ("Kari", "speaks", "Japanese") in facts(extractor, "Kari: I'm learning Japanese on Duolingo.")
+
+
+def test_an_is_contraction_before_an_article_is_not_having(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: Kwame's a sound engineer, so he loved the stage.")
+    assert ("Kwame", "jobTitle", "sound engineer") in got and not any(r == "owns" for _s, r, _t in got)
+
+
+def test_people_work_at_hospitals_and_are_based_in_cities(extractor: RuleExtractor) -> None:
+    assert ("Kari", "worksFor", "St. Vincent's Hospital") in facts(
+        extractor, "Kari: I'm a nurse at St. Vincent's Hospital.")
+    assert ("Kari", "livesIn", "Poznań") in facts(extractor, "Kari: I'm based in Poznań these days.")
+
+
+def test_a_counted_measure_names_what_is_taken(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I take 20 mg of metformin every morning.")
+    assert ("Kari", "takesMedication", "metformin") in got

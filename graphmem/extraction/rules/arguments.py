@@ -18,6 +18,7 @@ from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .resources import Resources
 from .state import ChunkState, Entity, Mention, Sentence, norm
+from .text import Message
 from .words import (
     CONJUNCTIONS,
     DETERMINERS,
@@ -196,12 +197,19 @@ def listed(ctx: SentenceView, k: int) -> list[str]:
         nxt = j + 1
         if msg.lowers[nxt] == "and":
             nxt += 1
+        if nxt + 1 < end and nxt not in ctx.ment_start and _adjective(msg, nxt):
+            nxt += 1  # "Spanish and decent English"
         m = ctx.ment_start.get(nxt)
         if m is None:
             break
         keys.append(m.key)
         j = m.end
     return keys
+
+
+def _adjective(msg: Message, k: int) -> bool:
+    """Whether the parse tags the lowercase word at ``k`` an adjective ("decent English")."""
+    return msg.doc is not None and not msg.caps[k] and msg.doc[k].pos_ == "ADJ"
 
 
 def noun_phrase(res: Resources, ctx: SentenceView, k: int, last: int | None = None) -> str | None:

@@ -64,9 +64,10 @@ class ClauseLexicon:
                 key = tuple(w for w in p.lemmas if w not in _SKIP_LEMMAS)
                 if not key:
                     continue
-                rels = lex.keys.setdefault(key, [])
-                if (p.relation, p.past) not in rels:
-                    rels.append((p.relation, p.past))
+                for k in (key, _without_range_word(res, p.relation, key)):
+                    rels = lex.keys.setdefault(k, []) if k else []
+                    if k and (p.relation, p.past) not in rels:
+                        rels.append((p.relation, p.past))
         for rels in lex.keys.values():
             rels.sort(key=lambda r: (-depth.get(r[0].iri, 0), r[0].iri))
         for info in onto.classes.values():
@@ -84,6 +85,15 @@ class ClauseLexicon:
     def is_generic(self, key: tuple[str, ...]) -> bool:
         """A light verb or a copula with a preposition ("is on", "is in"): says too little to type a noun."""
         return key[0] == "be" or (len(key) == 1 and key[0] in LIGHT)
+
+
+def _without_range_word(res: Resources, rel: RelationInfo, key: tuple[str, ...]) -> tuple[str, ...] | None:
+    """"takes drug", "has symptom": a light verb whose last word names the range class says the relation
+    with the verb alone ("I take lisinopril"); the object must then show that class (a light verb's rule)."""
+    if len(key) != 2 or key[0] not in LIGHT or rel.kind != "object":
+        return None
+    cls = res.lexicon.class_words.get((key[1],))
+    return key[:1] if cls is not None and res.lexicon.compatible(cls, rel.range) else None
 
 
 def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
@@ -166,7 +176,7 @@ def _frames(pred: Token) -> Iterator[tuple[tuple[str, ...], Token, bool]]:
     copula = lemma == "be"
     for c in pred.children:
         if c.dep_ in _OBJ and not copula:
-            yield base, c, False
+            yield base, _measured(c), False
             yield from _nested(base, c)
         elif c.dep_ == "prep":
             pobj = _pobj(c)
@@ -190,6 +200,15 @@ def _nested(base: tuple[str, ...], obj: Token) -> Iterator[tuple[tuple[str, ...]
     for p in obj.children:
         if p.dep_ == "prep" and (pobj := _pobj(p)) is not None:
             yield (*base, p.lemma_.lower()), pobj, False
+
+
+def _measured(obj: Token) -> Token:
+    """"20 mg of lisinopril", "two puffs of Ventolin": a counted measure's "of" names what is taken."""
+    if any(c.dep_ == "nummod" for c in obj.children):
+        of = next((c for c in obj.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        if of is not None and (pobj := _pobj(of)) is not None:
+            return pobj
+    return obj
 
 
 def _pobj(prep: Token) -> Token | None:

@@ -55,7 +55,8 @@ _HEAD_HEURISTICS: Final[dict[str, tuple[str, ...]]] = {
     **{w: ("NonProfit", "Organization") for w in ("foundation", "charity", "trust", "society")},
     **{w: ("Organization",) for w in ("association", "federation", "union", "league", "club", "party",
                                       "church", "orchestra", "band", "institution", "organization",
-                                      "organisation", "committee", "army", "navy", "team")},
+                                      "organisation", "committee", "army", "navy", "team",
+                                      "hospital", "clinic")},  # where people work more than a place
     **{w: ("Region", "Place") for w in ("county", "province", "district", "region", "prefecture", "state",
                                         "territory", "oblast", "canton", "parish", "shire")},
     **{w: ("City", "Place") for w in ("city", "town", "village", "township", "borough", "municipality")},
@@ -66,7 +67,7 @@ _HEAD_HEURISTICS: Final[dict[str, tuple[str, ...]]] = {
                                "basin", "harbor", "harbour", "street", "avenue", "road", "boulevard", "square",
                                "bridge", "highway", "route", "reservoir", "dam", "volcano")},
     **{w: ("Venue", "Place") for w in ("stadium", "arena", "airport", "hotel", "restaurant", "cafe", "café",
-                                       "museum", "theatre", "theater", "hospital", "station", "tavern", "hall",
+                                       "museum", "theatre", "theater", "station", "tavern", "hall",
                                        "cathedral", "temple", "mosque", "palace", "castle", "library", "mall",
                                        "center", "centre", "gallery", "opera")},
     **{w: ("Project",) for w in PROJECT_HEADS},

@@ -167,8 +167,8 @@ def _name_last(eng: English, msg: Message, k: int, s: int, e: int) -> int:
         elif caps[j] and not _date_word(msg, j, s, e) and not (texts[j - 1].endswith(".") and lo in STOP_WORDS):
             last = j
             j += 1
-        elif _joins(msg, j, e):
-            j += 1
+        elif _joins(msg, j, e) and not (last == k and lowers[k] in DEMONYMS and lo.isalpha()):
+            j += 1  # not "Japanese on Duolingo": a language or nationality starts no "X on Y" name
         elif lo in ("of", "for") and j + 2 < e and lowers[j + 1] == "the" and caps[j + 2]:
             j += 2
         elif lo in ("'s", "’s", "'", "’") and j + 1 < e and caps[j + 1] and _possessive_name(eng, msg, k, j):
@@ -193,8 +193,9 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
     if single and lowers[k] in COUNTRY_OF_DEMONYM:
         return Candidate(k, end, 2, "demonym", COUNTRY_OF_DEMONYM[lowers[k]])
     if single and lowers[k] in DEMONYMS and end < e and (texts[end] == "-" or (
-            lowers[end].isalpha() and not caps[end] and lowers[end] not in STOP_WORDS)):
-        return None  # "the Catholic church": an adjective, not a name
+            lowers[end].isalpha() and not caps[end] and lowers[end] not in STOP_WORDS
+            and (msg.doc is None or msg.doc[end].pos_ in ("NOUN", "PROPN", "ADJ", "NUM")))):
+        return None  # "the Catholic church": an adjective, not a name ("English fluently" is one)
     if single and msg.initial[k] and lowers[k].endswith("ly"):
         return None  # "Lately, ...", "Actually, ..."
     if single and msg.initial[k] and lowers[k] not in STOP_WORDS and lowers[k] not in INTERJECTIONS \

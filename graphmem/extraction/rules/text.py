@@ -149,6 +149,9 @@ def fill_tokens(msg: Message, doc: Doc, eng: English) -> None:
     n = len(texts)
     msg.lowers = [t.lower() for t in texts]
     msg.lemmas = [eng.lemmas.get(lo, lo) for lo in msg.lowers]
+    for i in range(n - 1):  # "Kwame's a sound engineer": before an article "'s" is "is", never "has"
+        if msg.lowers[i] in ("'s", "’s") and msg.lowers[i + 1] in ("a", "an", "the"):
+            msg.lemmas[i] = "be"
     msg.caps = [is_cap(t) for t in texts]
     msg.space_before = [i > 0 and msg.starts[i] > msg.end_char(i - 1) for i in range(n)]
     msg.alnum = [any(ch.isalnum() for ch in t) for t in texts]
