@@ -124,3 +124,25 @@ def test_people_work_at_hospitals_and_are_based_in_cities(extractor: RuleExtract
 def test_a_counted_measure_names_what_is_taken(extractor: RuleExtractor) -> None:
     got = facts(extractor, "Kari: I take 20 mg of metformin every morning.")
     assert ("Kari", "takesMedication", "metformin") in got
+
+
+def test_a_description_after_a_name_states_the_job(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I'm Sofia Ricci, creative director at Hatch & Field.")
+    assert {("Sofia Ricci", "worksFor", "Hatch & Field"), ("Sofia Ricci", "jobTitle", "creative director")} <= got
+    got = facts(extractor, "Kari: I met Tomas, a designer at Figma, yesterday.")
+    assert ("Tomas", "worksFor", "Figma") in got
+    got = facts(extractor, "Kari: I'm Daniela, a PhD student in Prof. Ito's lab at Kyoto University.")
+    assert ("Daniela", "studiedAt", "Kyoto University") in got and not any(r == "worksFor" for _s, r, _t in got)
+
+
+def test_our_is_the_speaker_and_a_bare_light_verb_label_needs_evidence(extractor: RuleExtractor) -> None:
+    """"our son Mateo" is the speaker's; "takes" (an altLabel of "takes medication") does not make a
+    person a medication."""
+    got = facts(extractor, "Kari: We're taking our son Mateo to Chile next March.")
+    assert ("Mateo", "childOf", "Kari") in got and not any(r == "takesMedication" for _s, r, _t in got)
+    assert ("Kari", "hasPet", "Tofu") in facts(extractor, "Kari: Our cat Tofu turned 12 last week.")
+
+
+def test_a_number_inside_a_noun_phrase(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I was diagnosed with type 2 diabetes.")
+    assert ("Kari", "hasCondition", "type 2 diabetes") in got

@@ -219,13 +219,16 @@ def noun_phrase(res: Resources, ctx: SentenceView, k: int, last: int | None = No
     while k < end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
         k += 1
     words: list[int] = []
-    while k < end and len(words) < 2:
-        lo = msg.lowers[k]
-        if not (lo.isalpha() or ("-" in lo and lo.replace("-", "").isalpha())) or msg.caps[k] \
+    while k < end and sum(msg.lowers[w].isalpha() for w in words) < (2 if last is None else 3):
+        lo = msg.lowers[k]  # two words, three up to the parse's head; an inner number is free
+        inner_number = lo.isdigit() and words and k + 1 < end and msg.lowers[k + 1].isalpha()  # "type 2 diabetes"
+        if not (lo.isalpha() or ("-" in lo and lo.replace("-", "").isalpha()) or inner_number) or msg.caps[k] \
                 or lo in STOP_WORDS or lo in PREPOSITIONS or lo in CONJUNCTIONS or lo in INTERJECTIONS:
             break
         words.append(k)
         k += 1
+    while words and msg.lowers[words[-1]].isdigit():
+        words.pop()
     if not words:
         return None
     head = msg.lowers[words[-1]]

@@ -22,6 +22,7 @@ _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s", "was", "are"
 _ARTICLES: Final = frozenset({"a", "an"})
 _PAST_ROLE: Final = frozenset({"after", "before", "previously", "formerly", "used", "ex"})
 _EMPLOYER_GAP: Final = 6
+_STUDENTS: Final = frozenset({"student", "students", "pupil", "undergrad", "undergraduate", "postgrad"})
 """Words allowed between a title and "at <Org>" ("a nurse, night shifts mostly, at the Royal Infirmary")."""
 
 
@@ -34,7 +35,8 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
-        if k in used or not (lo in _COPULA or (lo == "as" and msg.lowers[k + 1] in _ARTICLES)):
+        named = _appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
+        if k in used or not (named or lo in _COPULA or (lo == "as" and msg.lowers[k + 1] in _ARTICLES)):
             continue
         article = msg.lowers[k + 1] in _ARTICLES
         if not article and lo in ("'s", "’s"):
@@ -44,15 +46,17 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         if last is None:
             continue
         job_word = is_job_word(msg.lowers[last - 1])
-        if not job_word and not (article and lo != "as"):
+        if not job_word and not (article and lo != "as" and named is None):
             continue
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
-        who = _speaker_before(ctx, k) if lo == "as" else subject(ctx, k)
+        who = named or (_speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
         if who is None:
             continue
         org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
-        employed = make(res, ctx, who, works, org) if org is not None and lo != "as" else None
+        # a student at a university studies there ("a PhD student at Kyoto University")
+        at = (res.ontology.relation_info("studiedAt") or works) if msg.lowers[last - 1] in _STUDENTS else works
+        employed = make(res, ctx, who, at, org) if org is not None and lo != "as" else None
         if employed is None and not job_word:
             continue
         if employed is not None:
@@ -68,6 +72,15 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             if job is not None:
                 out.append(job)
     return out
+
+
+def _appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
+    """The person a comma at ``k`` sets a description after ("Dr Lund, a cardiologist at ..."), if any."""
+    m = ctx.ment_end.get(k) if ctx.sent.msg.lowers[k] == "," else None
+    if m is None:
+        return None
+    ent = ctx.state.entities.get(m.key)
+    return m.key if ent is not None and (ent.type is None or res.lexicon.is_person(ent.type)) else None
 
 
 def _title_end(ctx: SentenceView, first: int) -> int | None:

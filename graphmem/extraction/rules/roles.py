@@ -136,7 +136,7 @@ def possessor_at(ctx: SentenceView, k: int) -> tuple[str | None, int]:
     if k < ctx.sent.start:
         return None, k
     lo = msg.lowers[k]
-    if lo == "my":
+    if lo in ("my", "our"):  # "our son Mateo": the speaker is one of the parents
         return ctx.speaker, k
     if lo in ("his", "her", "its", "their") and ctx.state.topic is not None and msg.initial[k]:
         return ctx.state.topic, k

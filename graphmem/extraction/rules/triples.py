@@ -70,6 +70,8 @@ def relation_matches(res: Resources, ctx: SentenceView) -> list[Match]:
         if extra:
             pats = pats + [p for p in extra if p not in pats]
         for p in pats:
+            if _shortcut(p):
+                continue  # "takes" for "takes medication": the clause reader asks the object for its class
             toks = _spelled(ctx, p, i)
             if toks is not None:
                 if _contiguous_ok(ctx, p, i):
@@ -80,6 +82,12 @@ def relation_matches(res: Resources, ctx: SentenceView) -> list[Match]:
                     found.append(_score(ctx, p, [i, j]))
     found.sort(key=lambda m: m.sort_key)
     return found
+
+
+def _shortcut(p: RelationPattern) -> bool:
+    """A light verb alone standing for a longer label ("takes" for "takes medication")."""
+    return len(p.lemmas) == 1 and p.lemmas[0] in clauses.LIGHT and p.relation.kind == "object" \
+        and len(p.relation.label.split()) > 1
 
 
 def _spelled(ctx: SentenceView, p: RelationPattern, i: int) -> list[int] | None:
