@@ -146,3 +146,13 @@ def test_our_is_the_speaker_and_a_bare_light_verb_label_needs_evidence(extractor
 def test_a_number_inside_a_noun_phrase(extractor: RuleExtractor) -> None:
     got = facts(extractor, "Kari: I was diagnosed with type 2 diabetes.")
     assert ("Kari", "hasCondition", "type 2 diabetes") in got
+
+
+def test_a_named_school_chooses_the_relation_of_an_unspelled_predicate(extractor: RuleExtractor) -> None:
+    """"did my MSc at <a university>": no label says it; the relation spelled with "at" whose range is
+    nearest the object's class (a school) does, and a broad range (a company, a place) never would."""
+    got = facts(extractor, "Kari: I did my MSc in civil engineering at the University of Leeds.")
+    assert ("Kari", "studiedAt", "University of Leeds") in got
+    assert not any(r == "studiedAt" for _s, r, _t in facts(
+        extractor, "Kari: I'm a research technician at the University of Glasgow."))
+    assert not any(r in ("studiedAt", "worksFor") for _s, r, _t in facts(extractor, "Kari: I was at Google on Monday."))

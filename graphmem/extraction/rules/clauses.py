@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, noun_phrase
+from .jobs import is_job_word
 from .lexicon import definition_examples
 from .resources import Resources
-from .words import FIRST_PERSON
+from .words import FIRST_PERSON, PREPOSITIONS
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
@@ -48,6 +49,8 @@ class ClauseLexicon:
 
     keys: dict[tuple[str, ...], list[tuple[RelationInfo, bool]]] = field(default_factory=dict)
     """Key -> (relation, whether its surface form is in the past tense: "lived in" against "lives in")."""
+    by_preposition: dict[str, list[RelationInfo]] = field(default_factory=dict)
+    """Last word of a verb form -> object relations spelled with it ("studied at" under "at")."""
     examples: dict[str, str] = field(default_factory=dict)
     """Lowercase example -> class, from the examples a class's definition lists after its colon
     ("... a medicine or supplement: insulin, metformin, an inhaler")."""
@@ -68,8 +71,12 @@ class ClauseLexicon:
                     rels = lex.keys.setdefault(k, []) if k else []
                     if k and (p.relation, p.past) not in rels:
                         rels.append((p.relation, p.past))
-        for rels in lex.keys.values():
+        for key, rels in lex.keys.items():
             rels.sort(key=lambda r: (-depth.get(r[0].iri, 0), r[0].iri))
+            for rel, _past in rels:
+                by_prep = lex.by_preposition.setdefault(key[-1], [])
+                if len(key) > 1 and key[-1] in PREPOSITIONS and rel.kind == "object" and rel not in by_prep:
+                    by_prep.append(rel)
         for info in onto.classes.values():
             for example in definition_examples(info.definition):
                 lex.examples.setdefault(example, info.name)
@@ -118,20 +125,59 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         ended = state == "ended" or ending
         past = pred.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" and c.dep_ == "aux" for c in pred.children)
         for key, obj_tok, generic in _frames(pred):
-            rels = lex.lookup(key, past)
+            rels, who = lex.lookup(key, past), subjects
+            if not rels and len(key) > 1 and key[0] in LIGHT and not _holds_a_job(pred):
+                rels = _by_range(res, ctx, key[-1], obj_tok)  # then the subject must show its class too
+                who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)] if rels else []
             if not rels and res.semantic is not None and not lex.is_generic(key):
                 rels = res.semantic.relations(key)  # a phrasing the ontology does not spell
             if not rels and pred is tok and ending:
                 rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
                 continue
-            for subj in subjects:
+            for subj in who:
                 for obj in _conjuncts(obj_tok):
                     t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended)
                     if t is not None:
                         out.append(t)
                         used.add(tok.i)
     return out
+
+
+def _by_range(res: Resources, ctx: SentenceView, prep: str, obj: Token) -> list[RelationInfo]:
+    """"I did my MSc at the University of Leeds": a predicate the ontology does not spell, before a
+    named object of a known class, is the relation spelled with the same preposition whose range is
+    nearest that class (studied at: a school), when one is nearer than any other. A broad range (an
+    organization, a place) is never near enough: "I was at Google" says no job."""
+    key = _mention_key(ctx, obj)
+    ent = ctx.state.entities.get(key) if key is not None else None
+    iri = res.lexicon.class_iri(ent.type) if ent is not None else None
+    if iri is None:
+        return []
+    onto = res.ontology
+    best: list[tuple[int, RelationInfo]] = []
+    for rel in res.clauses.by_preposition.get(prep, ()):
+        for r in rel.range:
+            if onto.is_subclass(iri, r) and r in onto.classes:
+                best.append((len(onto.classes[r].ancestors), rel))
+    best.sort(key=lambda b: -b[0])
+    if not best or best[0][0] < _NARROW or (len(best) > 1 and best[1][0] == best[0][0]):
+        return []
+    return [best[0][1]]
+
+
+def _typed_within(res: Resources, ctx: SentenceView, key: str, allowed: tuple[str, ...]) -> bool:
+    ent = ctx.state.entities.get(key)
+    return ent is not None and ent.type is not None and res.lexicon.compatible(ent.type, allowed)
+
+
+def _holds_a_job(pred: Token) -> bool:
+    """"I'm a research technician at the University": the place is a workplace, not a school."""
+    return any(c.dep_ in _OBJ and is_job_word(c.lower_) for c in pred.children)
+
+
+_NARROW: Final = 3
+"""Superclasses a range needs to be chosen by it (School: Organization, Agent, Thing)."""
 
 
 def ended_before(words: list[str], first: int, start: int, end: int) -> bool:

@@ -77,7 +77,9 @@ _HEAD_HEURISTICS: Final[dict[str, tuple[str, ...]]] = {
 _PREFIX_HEURISTICS: Final[dict[str, tuple[str, ...]]] = {
     **{w: ("Place",) for w in ("lake", "mount", "mt.", "mt", "river", "cape", "isle", "gulf", "port", "fort",
                                "mountains")},
-    **{w: ("University", "School", "Organization") for w in ("university",)},
+    **{w: ("University", "School", "Organization") for w in ("university", "universidad", "universidade",
+                                                             "université", "università", "universität",
+                                                             "universiteit", "uniwersytet")},
     **{w: ("City", "Place") for w in ("city",)},
     **{w: ("Country", "Place") for w in ("republic", "kingdom")},
     **{w: ("GovernmentAgency", "Organization") for w in ("ministry", "department")},
