@@ -128,7 +128,8 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             rels, who = lex.lookup(key, past), subjects
             if not rels and len(key) > 1 and key[0] in LIGHT and not _holds_a_job(pred):
                 rels = _by_range(res, ctx, key[-1], obj_tok)  # then the subject must show its class too
-                who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)] if rels else []
+                if rels:
+                    who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)]
             if not rels and res.semantic is not None and not lex.is_generic(key):
                 rels = res.semantic.relations(key)  # a phrasing the ontology does not spell
             if not rels and pred is tok and ending:
