@@ -97,10 +97,10 @@ class ClauseLexicon:
 def _without_range_word(res: Resources, rel: RelationInfo, key: tuple[str, ...]) -> tuple[str, ...] | None:
     """"takes drug", "has symptom": a light verb whose last word names the range class says the relation
     with the verb alone ("I take lisinopril"); the object must then show that class (a light verb's rule)."""
-    if len(key) != 2 or key[0] not in LIGHT or rel.kind != "object":
+    if len(key) < 2 or key[0] not in LIGHT or rel.kind != "object":
         return None
-    cls = res.lexicon.class_words.get((key[1],))
-    return key[:1] if cls is not None and res.lexicon.compatible(cls, rel.range) else None
+    cls = res.lexicon.class_words.get((key[-1],))  # "is on the drug" -> "be on"
+    return key[:-1] if cls is not None and res.lexicon.compatible(cls, rel.range) else None
 
 
 def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
@@ -369,10 +369,18 @@ def _typed_for(res: Resources, ctx: SentenceView, key: str, rel: RelationInfo, *
         example = res.clauses.examples.get(ent.key) or res.clauses.examples.get(ent.words[-1] if ent.words else "")
         if example is None and res.semantic is not None:  # the nearest class by meaning, within the range
             example = res.semantic.class_within(ent.name, rel.range, strict=strict)
+        if example is None and len(rel.range) == 1 and ent.name.islower() and _unknown_word(res, ent.words):
+            example = res.ontology.classes[rel.range[0]].name if rel.range[0] in res.ontology.classes else None
         if example is None:
             return False
         ent.set_type(example, 1)
     return ent.type is not None and res.lexicon.compatible(ent.type, rel.range)
+
+
+def _unknown_word(res: Resources, words: tuple[str, ...]) -> bool:
+    """One word English does not know ("lisinopril", "apixaban"): a term of the relation's own range,
+    where "the bus" or "a break" is not."""
+    return len(words) == 1 and words[0].isalpha() and len(words[0]) > 3 and not res.english.is_common(words[0])
 
 
 def _root_range(res: Resources, rel: RelationInfo) -> bool:

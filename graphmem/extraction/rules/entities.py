@@ -155,8 +155,13 @@ def _titled(res: Resources, state: ChunkState, msg: Message, start: int, end: in
         if norm(surface) != ent.key:
             ent.aliases.setdefault(surface, None)
         state.index.setdefault(norm(surface), ent.key)
-    ent.set_type(res.lexicon.person_class, 1)
+    # "Dr Hale" is a doctor where the ontology has a class for one, else a person
+    word = _TITLE_WORDS.get(msg.lowers[start])
+    ent.set_type((res.lexicon.class_words.get((word,)) if word else None) or res.lexicon.person_class, 1)
     return ent
+
+
+_TITLE_WORDS: Final = {"dr": "doctor", "dr.": "doctor", "prof": "professor", "prof.": "professor"}
 
 
 def _nested(state: ChunkState, msg: Message, start: int, end: int) -> None:
