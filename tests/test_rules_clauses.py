@@ -156,3 +156,11 @@ def test_a_named_school_chooses_the_relation_of_an_unspelled_predicate(extractor
     assert not any(r == "studiedAt" for _s, r, _t in facts(
         extractor, "Kari: I'm a research technician at the University of Glasgow."))
     assert not any(r in ("studiedAt", "worksFor") for _s, r, _t in facts(extractor, "Kari: I was at Google on Monday."))
+
+
+def test_a_question_still_says_who_is_whose(extractor: RuleExtractor) -> None:
+    """A question states nothing but the roles it names ("my older brother Jonas"), so "he" after it
+    is Jonas."""
+    got = facts(extractor, "Kari: Any ideas for my older brother Jonas? He's an engineer at Siemens.")
+    assert {("Jonas", "siblingOf", "Kari"), ("Jonas", "worksFor", "Siemens")} <= got
+    assert not facts(extractor, "Kari: Does Jonas live in Bonn?")

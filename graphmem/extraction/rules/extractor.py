@@ -137,20 +137,25 @@ def _stated_in(sent: Sentence, *names: str) -> int | None:
 
 
 def _triples(res: Resources, state: ChunkState) -> list[tuple[Sentence, ExtractedTriple]]:
-    """The triples of every statement (questions and an assistant's turns state nothing), first of each
-    (source, relation, target), with the sentence saying it; a correcting sentence replaces what its
-    speaker said before instead of adding to it."""
+    """The triples of every statement (an assistant's turns state nothing, a question only its roles),
+    first of each (source, relation, target), with the sentence saying it; a correcting sentence replaces
+    what its speaker said before instead of adding to it."""
     from . import corrections
     from .arguments import SentenceView
+    from .roles import role_triples
     from .triples import sentence_triples
 
     said: list[corrections.Said] = []
     roles = state.context.roles
     for sent in state.sentences:
-        if not sent.question and role_of(sent.msg.speaker, roles) not in NOT_THE_USER:
-            found = sentence_triples(res, state, sent)
-            if corrections.is_correction(sent):
-                found = corrections.apply(res, SentenceView.of(state, sent), found, said)
+        if role_of(sent.msg.speaker, roles) not in NOT_THE_USER:
+            if sent.question:  # "a present for my brother Jonas?" asks, and still says who Jonas is
+                found = [t for t in role_triples(res, SentenceView.of(state, sent), set())
+                         if t.valid_from is None and t.valid_to is None]
+            else:
+                found = sentence_triples(res, state, sent)
+                if corrections.is_correction(sent):
+                    found = corrections.apply(res, SentenceView.of(state, sent), found, said)
             said += [corrections.Said(sent.msg.speaker, t, sent) for t in found]
         _remember_person(res, state, sent)
     out: dict[tuple[str, str, str], tuple[Sentence, ExtractedTriple]] = {}

@@ -15,6 +15,7 @@ from . import values
 from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects
 from .lexicon import Direction
 from .resources import Resources
+from .text import Message
 from .words import FIRST_PERSON, JOB_ACRONYMS
 
 _BE: Final = frozenset({"be", "'s", "’s", "'re", "'m"})
@@ -31,6 +32,8 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
         if (ctx.inside[a - s] and a not in concept) or a in used:
             continue  # a role noun may be read as a compound too ("my first language")
         possessors, pos_tok = _possessors(ctx, a - 1)
+        if not possessors and a - 2 >= s and _describes(msg, a - 1):
+            possessors, pos_tok = _possessors(ctx, a - 2)  # "my older brother Jonas", "my best friend"
         if not possessors:
             continue
         if (service := _service(res, ctx, a, possessors[0], pos_tok)) and len(possessors) == 1:
@@ -147,6 +150,12 @@ def possessor_at(ctx: SentenceView, k: int) -> tuple[str | None, int]:
         if m is not None:
             return m.key, m.start
     return None, k
+
+
+def _describes(msg: Message, k: int) -> bool:
+    """A lowercase adjective the parse sets on the next word ("older", "best", "late")."""
+    doc = msg.doc
+    return doc is not None and not msg.caps[k] and doc[k].pos_ == "ADJ" and doc[k].head.i == k + 1
 
 
 def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], int]:
