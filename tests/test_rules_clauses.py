@@ -164,3 +164,13 @@ def test_a_question_still_says_who_is_whose(extractor: RuleExtractor) -> None:
     got = facts(extractor, "Kari: Any ideas for my older brother Jonas? He's an engineer at Siemens.")
     assert {("Jonas", "siblingOf", "Kari"), ("Jonas", "worksFor", "Siemens")} <= got
     assert not facts(extractor, "Kari: Does Jonas live in Bonn?")
+
+
+def test_an_example_of_a_class_after_be_and_a_name_after_the_own_label(extractor: RuleExtractor) -> None:
+    """"I'm vegetarian": the diet's definition lists the word, and one relation has that range. "I use
+    Figma": "uses" is the relation's own label, so a name needs no class; a plain noun still does."""
+    assert ("Kari", "followsDiet", "vegetarian") in facts(extractor, "Kari: I'm vegetarian.")
+    assert not facts(extractor, "Kari: I'm not vegan.")
+    got = facts(extractor, "Kari: I mostly use React and Figma.")
+    assert {("Kari", "uses", "React"), ("Kari", "uses", "Figma")} <= got
+    assert not any(r == "uses" for _s, r, _t in facts(extractor, "Kari: I use the stairs."))

@@ -49,6 +49,8 @@ class ClauseLexicon:
 
     keys: dict[tuple[str, ...], list[tuple[RelationInfo, bool]]] = field(default_factory=dict)
     """Key -> (relation, whether its surface form is in the past tense: "lived in" against "lives in")."""
+    own: set[tuple[tuple[str, ...], str]] = field(default_factory=set)
+    """(key, relation IRI) where the key is the relation's own label ("uses"), not a synonym or a part."""
     by_preposition: dict[str, list[RelationInfo]] = field(default_factory=dict)
     """Last word of a verb form -> object relations spelled with it ("studied at" under "at")."""
     examples: dict[str, str] = field(default_factory=dict)
@@ -67,6 +69,8 @@ class ClauseLexicon:
                 key = tuple(w for w in p.lemmas if w not in _SKIP_LEMMAS)
                 if not key:
                     continue
+                if p.surface == p.relation.label:
+                    lex.own.add((key, p.relation.iri))
                 for k in (key, _without_range_word(res, p.relation, key)):
                     rels = lex.keys.setdefault(k, []) if k else []
                     if k and (p.relation, p.past) not in rels:
@@ -130,6 +134,8 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 rels = _by_range(res, ctx, key[-1], obj_tok)  # then the subject must show its class too
                 if rels:
                     who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)]
+            if not rels and key == ("be",):
+                rels = _by_example(res, obj_tok)
             if not rels and res.semantic is not None and not lex.is_generic(key):
                 rels = res.semantic.relations(key)  # a phrasing the ontology does not spell
             if not rels and pred is tok and ending:
@@ -138,7 +144,8 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 continue
             for subj in who:
                 for obj in _conjuncts(obj_tok):
-                    t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended)
+                    t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended,
+                                   own={r.iri for r in rels if (key, r.iri) in lex.own})
                     if t is not None:
                         out.append(t)
                         used.add(tok.i)
@@ -165,6 +172,15 @@ def _by_range(res: Resources, ctx: SentenceView, prep: str, obj: Token) -> list[
     if not best or best[0][0] < _NARROW or (len(best) > 1 and best[1][0] == best[0][0]):
         return []
     return [best[0][1]]
+
+
+def _by_example(res: Resources, obj: Token) -> list[RelationInfo]:
+    """"I'm vegetarian": a word a class's definition gives as an example (a diet) after "be" says the one
+    relation whose range is that class (follows diet)."""
+    name = res.clauses.examples.get(obj.lower_)
+    iri = res.lexicon.class_iri(name)
+    rels = [r for r in res.ontology.relations.values() if r.kind == "object" and iri in r.range]
+    return rels if len(rels) == 1 else []
 
 
 def _typed_within(res: Resources, ctx: SentenceView, key: str, allowed: tuple[str, ...]) -> bool:
@@ -234,6 +250,7 @@ def _frames(pred: Token) -> Iterator[tuple[tuple[str, ...], Token, bool]]:
             if copula:
                 yield (prep,), pobj, True
         elif c.dep_ in ("acomp", "attr") and copula:
+            yield ("be",), c, True  # "I'm vegetarian": the word alone may name a class's example
             adj = c.lemma_.lower()
             for p in c.children:
                 if p.dep_ == "prep" and (pobj := _pobj(p)) is not None:
@@ -329,10 +346,11 @@ def _mention_key(ctx: SentenceView, tok: Token) -> str | None:
 
 
 def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj: str, obj: Token,
-               generic: bool, *, ended: bool = False) -> ExtractedTriple | None:
+               generic: bool, *, ended: bool = False, own: set[str] | None = None) -> ExtractedTriple | None:
     """The first relation (most specific first) whose domain and range the endpoints fit. A plain noun
     needs a class of its own unless any thing fits the range; after a light verb ("I have two kids,
-    Leo and Mia") every object needs one, and a person never fits."""
+    Leo and Mia") every object needs one, and a person never fits; a name needs none after the light
+    verb that is the relation's own label (``own``: "I use Figma")."""
     key = ctx.speaker if obj.lower_ in FIRST_PERSON else _entity_at(ctx, obj)
     plain = key is None or _plain_noun(ctx, obj)
     for rel in rels:
@@ -340,13 +358,14 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
             continue
         target = key
         if target is None:
-            if not res.np_ok[rel.iri] or obj.pos_ not in ("NOUN", "PROPN"):
-                continue
+            if not res.np_ok[rel.iri] or (obj.pos_ not in ("NOUN", "PROPN") and obj.lower_ not in res.clauses.examples):
+                continue  # a class's example may be an adjective ("vegetarian")
             target = noun_phrase(res, ctx, _np_start(obj), obj.i)
             if target is None:
                 continue
         if generic:
-            if not _typed_for(res, ctx, target, rel, strict=True) \
+            named = not plain and rel.iri in (own or ())
+            if not (named or _typed_for(res, ctx, target, rel, strict=True)) \
                     or res.lexicon.is_person(ctx.state.entities[target].type):
                 continue
         elif plain and not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
