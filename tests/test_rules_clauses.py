@@ -174,3 +174,9 @@ def test_an_example_of_a_class_after_be_and_a_name_after_the_own_label(extractor
     got = facts(extractor, "Kari: I mostly use React and Figma.")
     assert {("Kari", "uses", "React"), ("Kari", "uses", "Figma")} <= got
     assert not any(r == "uses" for _s, r, _t in facts(extractor, "Kari: I use the stairs."))
+
+
+def test_a_title_after_as_without_an_article(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I started as head of data at Lendwise in February.")
+    assert {("Kari", "jobTitle", "head of data"), ("Kari", "worksFor", "Lendwise")} <= got
+    assert not any(r == "jobTitle" for _s, r, _t in facts(extractor, "Kari: As I said, I live in Oslo."))

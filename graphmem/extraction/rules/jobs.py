@@ -36,7 +36,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
         named = _appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
-        if k in used or not (named or lo in _COPULA or (lo == "as" and msg.lowers[k + 1] in _ARTICLES)):
+        if k in used or not (named or lo in _COPULA or lo == "as"):
             continue
         article = msg.lowers[k + 1] in _ARTICLES
         if not article and lo in ("'s", "’s"):
@@ -48,6 +48,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         job_word = is_job_word(msg.lowers[last - 1])
         if not job_word and not (article and lo != "as" and named is None):
             continue
+        last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
         who = named or (_speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
@@ -56,7 +57,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
         # a student at a university studies there ("a PhD student at Kyoto University")
         at = (res.ontology.relation_info("studiedAt") or works) if msg.lowers[last - 1] in _STUDENTS else works
-        employed = make(res, ctx, who, at, org) if org is not None and lo != "as" else None
+        employed = make(res, ctx, who, at, org) if org is not None else None
         if employed is None and not job_word:
             continue
         if employed is not None:
@@ -94,6 +95,18 @@ def _title_end(ctx: SentenceView, first: int) -> int | None:
             break
         j += 1
     return j if j > first else None
+
+
+def _of_field(ctx: SentenceView, end: int) -> int:
+    """The end of a title that goes on with "of" and one or two lowercase words ("head of data")."""
+    msg, e = ctx.sent.msg, ctx.sent.end
+    if end + 1 >= e or msg.lowers[end] != "of":
+        return end
+    j = end + 1
+    while j < e and j - end <= 2 and msg.lowers[j].isalpha() and not msg.caps[j] \
+            and msg.lowers[j] not in STOP_WORDS and msg.lowers[j] not in PREPOSITIONS:
+        j += 1
+    return j if j > end + 1 else end
 
 
 def is_job_word(lower: str) -> bool:
