@@ -180,3 +180,10 @@ def test_a_title_after_as_without_an_article(extractor: RuleExtractor) -> None:
     got = facts(extractor, "Kari: I started as head of data at Lendwise in February.")
     assert {("Kari", "jobTitle", "head of data"), ("Kari", "worksFor", "Lendwise")} <= got
     assert not any(r == "jobTitle" for _s, r, _t in facts(extractor, "Kari: As I said, I live in Oslo."))
+
+
+def test_a_goal_is_what_the_person_wants_to_do(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: I want to save up for a flat deposit, so no expensive gear.")
+    assert ("Kari", "hasGoal", "save up for a flat deposit") in got
+    got = facts(extractor, "Kari: My goal is to pass the JLPT N4 next December.")
+    assert ("Kari", "hasGoal", "pass the JLPT N4") in got

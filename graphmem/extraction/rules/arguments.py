@@ -207,6 +207,30 @@ def listed(ctx: SentenceView, k: int) -> list[str]:
     return keys
 
 
+def to_do(ctx: SentenceView, k: int) -> str | None:
+    """What "wants to <verb> ..." / "goal is to <verb> ..." names: the verb's phrase up to a comma or a new
+    clause, without its time words ("pass the JLPT N4", not "... next December")."""
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
+    if doc is None or k >= ctx.sent.end:
+        return None
+    if msg.lowers[k] == "to" and k > ctx.sent.start and msg.lowers[k - 1] != "to":
+        k += 1
+    if k >= ctx.sent.end or msg.lowers[k - 1] != "to" or doc[k].pos_ != "VERB":
+        return None
+    verb = doc[k]
+    cut = {t.i for c in verb.children if c.dep_ in ("npadvmod", "tmod", "advcl", "conj", "cc", "punct", "mark")
+           for t in c.subtree}
+    words = [t.i for t in verb.subtree if t.i >= k and t.i not in cut and t.i < ctx.sent.end]
+    end = next((j for j, w in enumerate(words) if (j and w != words[j - 1] + 1) or msg.texts[w] in (",", "(", ";")),
+               len(words))
+    words = words[:end][:10]
+    if len(words) < 2:
+        return None
+    ent = ctx.state.entity(" ".join(msg.span_text(words[0], words[-1] + 1).split()))
+    ent.mentioned = True
+    return ent.key
+
+
 def _adjective(msg: Message, k: int) -> bool:
     """Whether the parse tags the lowercase word at ``k`` an adjective ("decent English")."""
     return msg.doc is not None and not msg.caps[k] and msg.doc[k].pos_ == "ADJ"

@@ -12,7 +12,7 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import values
-from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects
+from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects, to_do
 from .lexicon import Direction
 from .resources import Resources
 from .text import Message
@@ -60,6 +60,11 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
                     for target in targets:
                         if target in ctx.state.entities and (owned := _owned(res, ctx, cls, possessor, target)):
                             found.append(owned)
+                    has = lex.has_relations.get(cls)  # "my dream is to sail around the world"
+                    if not targets and has is not None and (doing := to_do(ctx, literal_at)) is not None \
+                            and (t := make(res, ctx, possessor, has, doing)) is not None:
+                        found.append(t)
+
             if found and roles is not None and len(targets) > 1:
                 found += _siblings(res, ctx, targets, found)
             out += found
@@ -198,7 +203,7 @@ def _apply_roles(res: Resources, ctx: SentenceView, roles: list[tuple[RelationIn
             continue
         if target is None:
             if direction == "is" and res.np_ok[rel.iri] and literal_at < ctx.sent.end:
-                np = noun_phrase(res, ctx, literal_at)
+                np = to_do(ctx, literal_at) or noun_phrase(res, ctx, literal_at)  # "my goal is to ..."
                 if np is not None and (t := make(res, ctx, possessor, rel, np)) is not None:
                     return t
             continue

@@ -14,7 +14,7 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import clauses, copula, jobs, roles, values
-from .arguments import SentenceView, make, objects, subject, subjects
+from .arguments import SentenceView, make, objects, subject, subjects, to_do
 from .lexicon import RelationPattern
 from .resources import Resources
 from .state import ChunkState, Sentence
@@ -207,7 +207,8 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
     """One triple per object from ``k`` (only the first for a functional relation); ``plain``: a
     lowercase noun phrase may be the object where the relation allows one; ``ended``: said to hold no more."""
     out: list[ExtractedTriple] = []
-    found = objects(res, ctx, k, allow_np=plain and res.np_ok[rel.iri])
+    doing = to_do(ctx, k) if plain and res.np_ok[rel.iri] else None  # "wants to save for a flat"
+    found = [doing] if doing is not None else objects(res, ctx, k, allow_np=plain and res.np_ok[rel.iri])
     if found and (allergy := _allergy(res, ctx, rel, found[0])) is not None:
         rel, found = allergy
     if rel.name == "locatedIn" and res.lexicon.is_person(getattr(ctx.state.entities.get(subj), "type", None)):
