@@ -187,3 +187,8 @@ def test_a_goal_is_what_the_person_wants_to_do(extractor: RuleExtractor) -> None
     assert ("Kari", "hasGoal", "save up for a flat deposit") in got
     got = facts(extractor, "Kari: My goal is to pass the JLPT N4 next December.")
     assert ("Kari", "hasGoal", "pass the JLPT N4") in got
+
+
+def test_an_object_of_the_verb_before_is_not_the_subject(extractor: RuleExtractor) -> None:
+    got = facts(extractor, "Kari: Also just sold my old Hilux and bought a Ford Ranger this month.")
+    assert ("Kari", "owns", "Ford Ranger") in got and not any(s == "Hilux" for s, _r, _t in got)

@@ -88,6 +88,9 @@ def subject(ctx: SentenceView, first: int) -> str | None:
                 continue
             if m.end < first and msg.doc is not None and msg.doc[m.end].tag_ == "POS":
                 return None  # "Ana's company hired me": the company, which has no name here
+            if _an_object(msg, m.end - 1):  # "(I) sold my old Hilux and bought a Ranger": not the Hilux
+                parsed = _parsed_subject(ctx, first)
+                return parsed if parsed is not None else ctx.speaker if _speaker_is_person(ctx) else None
             return m.key
         lo = msg.lowers[k]
         if lo in FIRST_PERSON or (lo == "we" and _speaker_is_person(ctx)):
@@ -105,6 +108,34 @@ def subject(ctx: SentenceView, first: int) -> str | None:
             return None
         k -= 1
     return ctx.speaker if _subjectless(ctx, first) else None
+
+
+def _an_object(msg: Message, k: int) -> bool:
+    """Whether the parse makes the word at ``k`` the object of a verb (not anything's subject)."""
+    return msg.doc is not None and msg.doc[k].dep_ in ("dobj", "dative", "oprd")
+
+
+def _parsed_subject(ctx: SentenceView, first: int) -> str | None:
+    """The parse's subject of the verb at ``first`` (or of the verb it is conjoined to): "I" is the
+    speaker, "he"/"she" the last person named, a name its mention."""
+    doc = ctx.sent.msg.doc
+    if doc is None:
+        return None
+    tok = doc[first]
+    for _ in range(3):
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None:
+            low = subj.lower_
+            if low in FIRST_PERSON or (low == "we" and _speaker_is_person(ctx)):
+                return ctx.speaker
+            if low in ("he", "she"):
+                return ctx.state.recent_person
+            m = next((m for m in ctx.sent.mentions if m.start <= subj.i < m.end), None)
+            return m.key if m is not None else None
+        if tok.dep_ not in ("conj", "xcomp") or tok.head is tok:
+            return None
+        tok = tok.head
+    return None
 
 
 def subjects(ctx: SentenceView, first: int) -> list[str]:
