@@ -192,3 +192,10 @@ def test_a_goal_is_what_the_person_wants_to_do(extractor: RuleExtractor) -> None
 def test_an_object_of_the_verb_before_is_not_the_subject(extractor: RuleExtractor) -> None:
     got = facts(extractor, "Kari: Also just sold my old Hilux and bought a Ford Ranger this month.")
     assert ("Kari", "owns", "Ford Ranger") in got and not any(s == "Hilux" for s, _r, _t in got)
+
+
+def test_an_owned_example_of_a_class(extractor: RuleExtractor) -> None:
+    """"my ADHD": an example the health-condition class lists, owned, is a condition; a modifier is not."""
+    assert ("Kari", "hasCondition", "ADHD") in facts(extractor, "Kari: I take Elvanse for my ADHD.")
+    assert ("Kari", "hasCondition", "asthma") in facts(extractor, "Kari: My GP wants to get my asthma reviewed.")
+    assert not any(r == "hasCondition" for _s, r, _t in facts(extractor, "Kari: My diabetes nurse is lovely."))

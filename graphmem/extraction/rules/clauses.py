@@ -135,7 +135,7 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 if rels:
                     who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)]
             if not rels and key == ("be",):
-                rels = _by_example(res, obj_tok)
+                rels = by_example(res, obj_tok.lower_)
             if not rels and res.semantic is not None and not lex.is_generic(key):
                 rels = res.semantic.relations(key)  # a phrasing the ontology does not spell
             if not rels and pred is tok and ending:
@@ -174,10 +174,10 @@ def _by_range(res: Resources, ctx: SentenceView, prep: str, obj: Token) -> list[
     return [best[0][1]]
 
 
-def _by_example(res: Resources, obj: Token) -> list[RelationInfo]:
-    """"I'm vegetarian": a word a class's definition gives as an example (a diet) after "be" says the one
-    relation whose range is that class (follows diet)."""
-    name = res.clauses.examples.get(obj.lower_)
+def by_example(res: Resources, word: str) -> list[RelationInfo]:
+    """"I'm vegetarian": a word a class's definition gives as an example (a diet) says the one relation
+    whose range is that class (follows diet)."""
+    name = res.clauses.examples.get(word)
     iri = res.lexicon.class_iri(name)
     rels = [r for r in res.ontology.relations.values() if r.kind == "object" and iri in r.range]
     return rels if len(rels) == 1 else []

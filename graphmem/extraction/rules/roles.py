@@ -29,8 +29,12 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
     out: list[ExtractedTriple] = []
     concept = {k for m in ctx.sent.mentions if m.kind == "concept" for k in range(m.start, m.end)}
     for a in range(s + 1, e):
-        if (ctx.inside[a - s] and a not in concept) or a in used:
-            continue  # a role noun may be read as a compound too ("my first language")
+        if a in used:
+            continue
+        if ctx.inside[a - s] and a not in concept:  # a role noun may be read as a compound too ("my first language")
+            if (named := _possessors(ctx, a - 1)[0]) and (kept := _possessed_example(res, ctx, a, named)):
+                out += kept  # "my ADHD"
+            continue
         possessors, pos_tok = _possessors(ctx, a - 1)
         if not possessors and a - 2 >= s and _describes(msg, a - 1):
             possessors, pos_tok = _possessors(ctx, a - 2)  # "my older brother Jonas", "my best friend"
@@ -38,6 +42,9 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             continue
         if (service := _service(res, ctx, a, possessors[0], pos_tok)) and len(possessors) == 1:
             out += service
+            continue
+        if (kept := _possessed_example(res, ctx, a, possessors)) is not None:
+            out += kept
             continue
         for n in range(min(max(lex.max_role_len, lex.max_class_len), e - a), 0, -1):
             words = tuple(msg.lemmas[a:a + n])
@@ -71,6 +78,26 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             if found or cls is not None:
                 break
     return out
+
+
+def _possessed_example(res: Resources, ctx: SentenceView, a: int, possessors: list[str]
+                       ) -> list[ExtractedTriple] | None:
+    """"my asthma", "her ADHD": a word a class's definition gives as an example, owned by someone, is
+    theirs through the one relation whose range is that class (has condition). Not a modifier ("my
+    diabetes nurse")."""
+    from .clauses import by_example
+
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
+    cls = res.clauses.examples.get(msg.lowers[a])
+    if cls is None or doc is None or doc[a].dep_ == "compound":
+        return None
+    rels = by_example(res, msg.lowers[a])
+    if not rels:
+        return None
+    ent = ctx.state.entity(msg.texts[a] if msg.caps[a] else msg.lowers[a])
+    ent.set_type(cls, 1)
+    ent.mentioned = True
+    return [t for p in possessors if (t := make(res, ctx, p, rels[0], ent.key)) is not None]
 
 
 def _service(res: Resources, ctx: SentenceView, a: int, possessor: str, pos_tok: int) -> list[ExtractedTriple]:
