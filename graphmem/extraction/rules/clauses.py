@@ -71,7 +71,8 @@ class ClauseLexicon:
                     continue
                 if p.surface == p.relation.label:
                     lex.own.add((key, p.relation.iri))
-                for k in (key, _without_range_word(res, p.relation, key)):
+                gerund = p.lowers[0].endswith("ing")  # "seeing clinician" names an appointment's side, not a verb
+                for k in (key, None if gerund else _without_range_word(res, p.relation, key)):
                     rels = lex.keys.setdefault(k, []) if k else []
                     if k and (p.relation, p.past) not in rels:
                         rels.append((p.relation, p.past))
@@ -103,7 +104,11 @@ def _without_range_word(res: Resources, rel: RelationInfo, key: tuple[str, ...])
     with the verb alone ("I take lisinopril"); the object must then show that class (a light verb's rule)."""
     if len(key) < 2 or key[0] not in LIGHT or rel.kind != "object":
         return None
-    cls = res.lexicon.class_words.get((key[-1],))  # "is on the drug" -> "be on"
+    words = res.lexicon.class_words
+    cls = words.get((key[-1],))  # "is on the drug" -> "be on"
+    if cls is None:  # "has diagnosis": the head of a class's longer name ("clinical diagnosis")
+        heads = {c for form, c in words.items() if len(form) > 1 and form[-1] == key[-1]}
+        cls = heads.pop() if len(heads) == 1 else None
     return key[:-1] if cls is not None and res.lexicon.compatible(cls, rel.range) else None
 
 
