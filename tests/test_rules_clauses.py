@@ -199,3 +199,23 @@ def test_an_owned_example_of_a_class(extractor: RuleExtractor) -> None:
     assert ("Kari", "hasCondition", "ADHD") in facts(extractor, "Kari: I take Elvanse for my ADHD.")
     assert ("Kari", "hasCondition", "asthma") in facts(extractor, "Kari: My GP wants to get my asthma reviewed.")
     assert not any(r == "hasCondition" for _s, r, _t in facts(extractor, "Kari: My diabetes nurse is lovely."))
+
+
+CLINIC = Path(__file__).resolve().parents[1] / "examples" / "ontologies" / "clinic"
+
+
+@pytest.fixture(scope="module")
+def clinic() -> RuleExtractor:
+    return RuleExtractor(Ontology.load(CLINIC / "clinic.ttl", CLINIC / "clinic.shapes.ttl"))
+
+
+def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
+    """Generic readings on the clinic ontology: "takes drug" is said with "take" and a word English does
+    not know; "is on the drug" with "on"; "has diagnosis" with "have" and a listed condition; a
+    participle form with an object inside ("referred me to") holds of that object."""
+    assert ("Kari", "takesDrug", "lisinopril") in facts(clinic, "Kari: I take 20 mg of lisinopril every morning.")
+    assert ("Kari", "takesDrug", "sertraline") in facts(clinic, "Kari: For now I'm on sertraline 50 mg.")
+    assert ("Kari", "hasDiagnosis", "eczema") in facts(clinic, "Kari: I have eczema.")
+    got = facts(clinic, "Kari: My GP referred me to the Maple Street Psychology Centre.")
+    assert got == {("Kari", "referredTo", "Maple Street Psychology Centre")}
+    assert not facts(clinic, "Kari: I take the bus.")

@@ -262,6 +262,18 @@ def to_do(ctx: SentenceView, k: int) -> str | None:
     return ent.key
 
 
+def _parsed_head(msg: Message, k: int, end: int) -> int | None:
+    """The noun three words at most from ``k`` that the parse hangs the words from ``k`` on."""
+    doc = msg.doc
+    if doc is None or k >= end:
+        return None
+    j = k
+    while j < end - 1 and j - k < 2 and doc[j].dep_ in ("compound", "amod", "nmod", "nummod") \
+            and k < doc[j].head.i <= k + 2:
+        j = doc[j].head.i
+    return j if j > k and doc[j].pos_ in ("NOUN", "PROPN") else None
+
+
 def _adjective(msg: Message, k: int) -> bool:
     """Whether the parse tags the lowercase word at ``k`` an adjective ("decent English")."""
     return msg.doc is not None and not msg.caps[k] and msg.doc[k].pos_ == "ADJ"
@@ -270,9 +282,12 @@ def _adjective(msg: Message, k: int) -> bool:
 def noun_phrase(res: Resources, ctx: SentenceView, k: int, last: int | None = None) -> str | None:
     """A short lowercase noun phrase as an object ("I love painting", "I have a dog"), registered as an entity;
     ``last``: the parse's head noun, where the phrase ends ("metformin", not "metformin twice")."""
-    msg, end = ctx.sent.msg, ctx.sent.end if last is None else min(ctx.sent.end, last + 1)
-    while k < end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
+    msg = ctx.sent.msg
+    while k < ctx.sent.end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
         k += 1
+    if last is None:
+        last = _parsed_head(msg, k, ctx.sent.end)  # "generalised anxiety disorder": its modifiers lead to it
+    end = ctx.sent.end if last is None else min(ctx.sent.end, last + 1)
     words: list[int] = []
     while k < end and sum(msg.lowers[w].isalpha() for w in words) < (2 if last is None else 3):
         lo = msg.lowers[k]  # two words, three up to the parse's head; an inner number is free

@@ -47,6 +47,8 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
         produced = _triples_for_match(res, ctx, match)
         if produced:
             used |= toks
+            if _held_between(ctx, match.pattern, match.toks) is not None:
+                used.add(match.toks[0])  # the verb too: its own subject is not the one referred
             out += produced
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
@@ -167,7 +169,8 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
         if agent and theme is not None:
             return [t for a in agent[:1] if (t := make(res, ctx, a, rel, theme)) is not None]
         return []
-    subjs = subjects(ctx, first)  # "Mo and I both report to Dana": each of them
+    held = _held_between(ctx, p, match.toks)  # "my GP referred me to X": I am the one referred
+    subjs = [held] if held is not None else subjects(ctx, first)  # "Mo and I both report to Dana": each of them
     if not subjs and p.lemmas[0] in _NOUN_LED and (holder := _holder(ctx, first)) is not None:
         subjs = [holder]
     out: list[ExtractedTriple] = []
@@ -181,6 +184,20 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
     for subj in subjs:
         out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap, plain=not light, ended=ended)
     return out
+
+
+def _held_between(ctx: SentenceView, p: RelationPattern, toks: list[int]) -> str | None:
+    """The one the relation holds of when a participle form ("referred to", "sent to") is written with an
+    object inside it: "referred me to", "sent her to" (the object, not the referrer)."""
+    if len(toks) != 2 or toks[1] - toks[0] < 2 or not p.lowers[0].endswith("ed"):
+        return None
+    msg, gap = ctx.sent.msg, range(toks[0] + 1, toks[1])
+    if len(gap) == 1 and msg.lowers[gap[0]] in ("me", "us"):
+        return ctx.speaker
+    if len(gap) == 1 and msg.lowers[gap[0]] in ("him", "her"):
+        return ctx.state.recent_person
+    m = ctx.ment_start.get(gap[0])
+    return m.key if m is not None and m.end == toks[1] else None
 
 
 _NOUN_LED: Final = frozenset({"job", "home"})
