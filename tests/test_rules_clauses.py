@@ -212,10 +212,12 @@ def clinic() -> RuleExtractor:
 def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     """Generic readings on the clinic ontology: "takes drug" is said with "take" and a word English does
     not know; "is on the drug" with "on"; "has diagnosis" with "have" and a listed condition; a
-    participle form with an object inside ("referred me to") holds of that object."""
+    participle form with an object inside ("referred me to") holds of that object, and so does a passive
+    label said actively ("was put on": "put me on")."""
     assert ("Kari", "takesDrug", "lisinopril") in facts(clinic, "Kari: I take 20 mg of lisinopril every morning.")
     assert ("Kari", "takesDrug", "sertraline") in facts(clinic, "Kari: For now I'm on sertraline 50 mg.")
     assert ("Kari", "hasDiagnosis", "eczema") in facts(clinic, "Kari: I have eczema.")
     got = facts(clinic, "Kari: My GP referred me to the Maple Street Psychology Centre.")
     assert got == {("Kari", "referredTo", "Maple Street Psychology Centre")}
     assert not facts(clinic, "Kari: I take the bus.")
+    assert ("Kari", "takesDrug", "amlodipine") in facts(clinic, "Kari: Dr. Ramírez put me on amlodipine in April.")

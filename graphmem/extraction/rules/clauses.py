@@ -49,6 +49,9 @@ class ClauseLexicon:
 
     keys: dict[tuple[str, ...], list[tuple[RelationInfo, bool]]] = field(default_factory=dict)
     """Key -> (relation, whether its surface form is in the past tense: "lived in" against "lives in")."""
+    passive: set[tuple[tuple[str, ...], str]] = field(default_factory=set)
+    """(key, relation IRI) spelled in the passive ("was put on"): said actively ("put me on"), the relation
+    holds of the verb's object."""
     own: set[tuple[tuple[str, ...], str]] = field(default_factory=set)
     """(key, relation IRI) where the key is the relation's own label ("uses"), not a synonym or a part."""
     by_preposition: dict[str, list[RelationInfo]] = field(default_factory=dict)
@@ -71,6 +74,8 @@ class ClauseLexicon:
                     continue
                 if p.surface == p.relation.label:
                     lex.own.add((key, p.relation.iri))
+                if len(p.lowers) > 2 and p.lowers[0] in ("was", "were", "is", "are", "been", "be", "got", "get"):
+                    lex.passive.add((key, p.relation.iri))
                 gerund = p.lowers[0].endswith("ing")  # "seeing clinician" names an appointment's side, not a verb
                 for k in (key, None if gerund else _without_range_word(res, p.relation, key)):
                     rels = lex.keys.setdefault(k, []) if k else []
@@ -147,6 +152,9 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
                 continue
+            if rels and (acted := _acted_on(ctx, pred, obj_tok)) is not None \
+                    and all((key, r.iri) in lex.passive for r in rels):
+                who = [acted]  # "Dr Ramírez put me on amlodipine": I am the one put on it
             for subj in who:
                 for obj in _conjuncts(obj_tok):
                     t = _first_fit(res, ctx, rels, subj, obj, generic or lex.is_generic(key), ended=ended,
@@ -191,6 +199,14 @@ def by_example(res: Resources, word: str) -> list[RelationInfo]:
 def _typed_within(res: Resources, ctx: SentenceView, key: str, allowed: tuple[str, ...]) -> bool:
     ent = ctx.state.entities.get(key)
     return ent is not None and ent.type is not None and res.lexicon.compatible(ent.type, allowed)
+
+
+def _acted_on(ctx: SentenceView, pred: Token, obj: Token) -> str | None:
+    """The direct object of an active verb (not ``obj`` itself): "put me on", "started her on"."""
+    if any(c.dep_ in ("auxpass", "nsubjpass") for c in pred.children):
+        return None
+    direct = next((c for c in pred.children if c.dep_ == "dobj" and c is not obj), None)
+    return _entity_at(ctx, direct) if direct is not None else None
 
 
 def _holds_a_job(pred: Token) -> bool:
