@@ -221,3 +221,9 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     assert got == {("Kari", "referredTo", "Maple Street Psychology Centre")}
     assert not facts(clinic, "Kari: I take the bus.")
     assert ("Kari", "takesDrug", "amlodipine") in facts(clinic, "Kari: Dr. Ramírez put me on amlodipine in April.")
+
+
+def test_a_relative_clause_and_a_particle(extractor: RuleExtractor) -> None:
+    """"who" is the noun the clause hangs from; "lives up in" says what "lives in" does."""
+    got = facts(extractor, "Kari: My grandmother Astrid, who still lives up in Kiruna, taught me to knit.")
+    assert ("Astrid", "livesIn", "Kiruna") in got

@@ -138,8 +138,12 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         pred = _ended_verb(tok) or tok  # "I stopped taking metformin": the inner predicate, ended
         ended = state == "ended" or ending
         past = pred.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" and c.dep_ == "aux" for c in pred.children)
+        particles = [c.lemma_.lower() for c in pred.children if c.dep_ == "prt"]
         for key, obj_tok, generic in _frames(pred):
             rels, who = lex.lookup(key, past), subjects
+            if not rels and particles and len(key) > 1 + len(particles):  # "lives up in Kiruna": lives in
+                key = tuple(w for w in key if w not in particles)
+                rels = lex.lookup(key, past)
             if not rels and len(key) > 1 and key[0] in LIGHT and not _holds_a_job(pred):
                 rels = _by_range(res, ctx, key[-1], obj_tok)  # then the subject must show its class too
                 if rels:
@@ -321,6 +325,8 @@ def _subjects(ctx: SentenceView, pred: Token) -> list[str]:
     tok = pred
     for _ in range(3):
         subj = [c for c in tok.children if c.dep_ in _SUBJ]
+        if tok.dep_ == "relcl" and any(s.lower_ in ("who", "that", "which") for s in subj):
+            subj = [tok.head]  # "my grandmother Astrid, who lives in Kiruna": Astrid
         if subj:
             keys = [k for s in subj for t in _conjuncts(s) if (k := _entity_at(ctx, t)) is not None]
             return list(dict.fromkeys(keys))
