@@ -131,6 +131,8 @@ def test_a_description_after_a_name_states_the_job(extractor: RuleExtractor) -> 
     assert {("Sofia Ricci", "worksFor", "Hatch & Field"), ("Sofia Ricci", "jobTitle", "creative director")} <= got
     got = facts(extractor, "Kari: I met Tomas, a designer at Figma, yesterday.")
     assert ("Tomas", "worksFor", "Figma") in got
+    got = facts(extractor, "user: Declan here - quality technician at Medtronic.", ("user",), user="u-1")
+    assert {("Declan", "worksFor", "Medtronic"), ("Declan", "jobTitle", "quality technician")} <= got
     got = facts(extractor, "Kari: I'm Daniela, a PhD student in Prof. Ito's lab at Kyoto University.")
     assert ("Daniela", "studiedAt", "Kyoto University") in got and not any(r == "worksFor" for _s, r, _t in got)
 

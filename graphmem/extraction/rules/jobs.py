@@ -77,7 +77,12 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
 
 def _appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
     """The person a comma at ``k`` sets a description after ("Dr Lund, a cardiologist at ..."), if any."""
-    m = ctx.ment_end.get(k) if ctx.sent.msg.lowers[k] == "," else None
+    msg = ctx.sent.msg
+    if msg.lowers[k] != "," and not (msg.lowers[k] in ("-", "–", "—") and msg.space_before[k]):
+        return None
+    m = ctx.ment_end.get(k)
+    if m is None and k - 1 >= ctx.sent.start and msg.lowers[k - 1] == "here":
+        m = ctx.ment_end.get(k - 1)  # "Hannah here, UX designer at Otto Group"
     if m is None:
         return None
     ent = ctx.state.entities.get(m.key)
