@@ -229,3 +229,8 @@ def test_a_relative_clause_and_a_particle(extractor: RuleExtractor) -> None:
     """"who" is the noun the clause hangs from; "lives up in" says what "lives in" does."""
     got = facts(extractor, "Kari: My grandmother Astrid, who still lives up in Kiruna, taught me to knit.")
     assert ("Astrid", "livesIn", "Kiruna") in got
+
+
+def test_an_age_set_after_a_name(extractor: RuleExtractor) -> None:
+    assert ("Lukas", "age", "38") in facts(extractor, "Kari: New year, new plan. I'm Lukas, 38, and I run.")
+    assert ("Ana", "age", "45") in facts(extractor, "Kari: Ana, 45, lives in Lisbon.")

@@ -13,6 +13,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, subject, subjects
+from .jobs import appositive_of
 from .resources import Resources
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s"})
@@ -27,14 +28,16 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
-        if (lo not in _COPULA and lo != "turned") or k in used or (k + 1) in used:
+        named = appositive_of(res, ctx, k)  # "I'm Lukas, 38, and ...": the comma after a name says it too
+        if (lo not in _COPULA and lo != "turned" and named is None) or k in used or (k + 1) in used:
             continue
         nxt = k + 1
         while nxt < e - 1 and msg.lowers[nxt] in ("actually", "now", "just", "only", "already"):
             nxt += 1  # "she's actually 9 now"
         if age is not None and age.kind == "datatype" and msg.texts[nxt].isdigit() and 0 < int(msg.texts[nxt]) < 130 \
                 and _clause_ends(ctx, nxt + 1, ("years", "now", "today")):
-            for who in subjects(ctx, k - 1 if lo == "turned" and msg.lowers[k - 1] == "just" else k):
+            at = k - 1 if lo == "turned" and msg.lowers[k - 1] == "just" else k
+            for who in [named] if named else subjects(ctx, at):
                 t = make(res, ctx, who, age, msg.texts[nxt], literal=True)
                 if t is not None:
                     out.append(t)
@@ -47,7 +50,7 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 out.append(t)
         elif citizen is not None and (m := ctx.ment_start.get(nxt)) is not None and m.kind == "demonym" \
                 and _clause_ends(ctx, m.end, ()):
-            national = subject(ctx, k)
+            national = named or subject(ctx, k)
             t = make(res, ctx, national, citizen, m.key) if national is not None else None
             if t is not None:
                 out.append(t)

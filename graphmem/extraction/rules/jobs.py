@@ -35,7 +35,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
-        named = _appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
+        named = appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
         if k in used or not (named or lo in _COPULA or lo == "as"):
             continue
         article = msg.lowers[k + 1] in _ARTICLES
@@ -75,7 +75,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     return out
 
 
-def _appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
+def appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
     """The person a comma at ``k`` sets a description after ("Dr Lund, a cardiologist at ..."), if any."""
     msg = ctx.sent.msg
     if msg.lowers[k] != "," and not (msg.lowers[k] in ("-", "–", "—") and msg.space_before[k]):
