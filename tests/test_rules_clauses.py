@@ -234,3 +234,5 @@ def test_a_relative_clause_and_a_particle(extractor: RuleExtractor) -> None:
 def test_an_age_set_after_a_name(extractor: RuleExtractor) -> None:
     assert ("Lukas", "age", "38") in facts(extractor, "Kari: New year, new plan. I'm Lukas, 38, and I run.")
     assert ("Ana", "age", "45") in facts(extractor, "Kari: Ana, 45, lives in Lisbon.")
+    got = facts(extractor, "user: hi im Fatima, 27, moroccan but I live in Montreal.", ("user",), user="u-1")
+    assert {("Fatima", "age", "27"), ("Fatima", "citizenOf", "Morocco")} <= got

@@ -15,6 +15,7 @@ from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, subject, subjects
 from .jobs import appositive_of
 from .resources import Resources
+from .words import COUNTRY_OF_DEMONYM
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s"})
 
@@ -37,10 +38,15 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         if age is not None and age.kind == "datatype" and msg.texts[nxt].isdigit() and 0 < int(msg.texts[nxt]) < 130 \
                 and _clause_ends(ctx, nxt + 1, ("years", "now", "today")):
             at = k - 1 if lo == "turned" and msg.lowers[k - 1] == "just" else k
+            country = _nationality(res, ctx, nxt + 2) if citizen is not None and nxt + 2 < e \
+                and msg.lowers[nxt + 1] == "," and _clause_ends(ctx, nxt + 3, ("but",)) else None
             for who in [named] if named else subjects(ctx, at):
                 t = make(res, ctx, who, age, msg.texts[nxt], literal=True)
                 if t is not None:
                     out.append(t)
+                if country is not None and citizen is not None \
+                        and (t := make(res, ctx, who, citizen, country)) is not None:
+                    out.append(t)  # "I'm 41, Canadian, ..."
         elif allergic is not None and nxt + 1 < e and msg.lowers[nxt + 1] == "intolerant" \
                 and msg.lowers[nxt].isalpha() and msg.lowers[nxt] not in STOP_WORDS \
                 and (sufferer := subject(ctx, k)) is not None:
@@ -48,13 +54,28 @@ def copula_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             what.mentioned = True
             if (t := make(res, ctx, sufferer, allergic, what.key)) is not None:
                 out.append(t)
-        elif citizen is not None and (m := ctx.ment_start.get(nxt)) is not None and m.kind == "demonym" \
-                and _clause_ends(ctx, m.end, ()):
+        elif citizen is not None and (country := _nationality(res, ctx, nxt)) is not None \
+                and _clause_ends(ctx, nxt + 1, ("but",)):
             national = named or subject(ctx, k)
-            t = make(res, ctx, national, citizen, m.key) if national is not None else None
+            t = make(res, ctx, national, citizen, country) if national is not None else None
             if t is not None:
                 out.append(t)
     return out
+
+
+def _nationality(res: Resources, ctx: SentenceView, k: int) -> str | None:
+    """The country a nationality word at ``k`` names: its mention ("Brazilian"), or the word as chat often
+    writes it, lowercase ("moroccan")."""
+    m = ctx.ment_start.get(k)
+    if m is not None:
+        return m.key if m.kind == "demonym" and m.end == k + 1 else None
+    country = COUNTRY_OF_DEMONYM.get(ctx.sent.msg.texts[k])
+    if country is None:
+        return None
+    ent = ctx.state.entity(country)
+    ent.set_type(res.lexicon.country_class, 1)
+    ent.mentioned = True
+    return ent.key
 
 
 def _clause_ends(ctx: SentenceView, k: int, also: tuple[str, ...]) -> bool:
