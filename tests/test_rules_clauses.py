@@ -236,3 +236,12 @@ def test_an_age_set_after_a_name(extractor: RuleExtractor) -> None:
     assert ("Ana", "age", "45") in facts(extractor, "Kari: Ana, 45, lives in Lisbon.")
     got = facts(extractor, "user: hi im Fatima, 27, moroccan but I live in Montreal.", ("user",), user="u-1")
     assert {("Fatima", "age", "27"), ("Fatima", "citizenOf", "Morocco")} <= got
+
+
+def test_a_role_takes_no_time_of_the_verb_and_a_described_friend_is_a_subject(extractor: RuleExtractor) -> None:
+    ctx = ExtractionContext(extractor.ontology, REF, ["Kari"])
+    out = extractor.extract("Kari: My cat Tofu turned 12 last week.", ctx).triples
+    pet = next(t for t in out if t.relation == "hasPet")
+    assert pet.valid_from is None  # the week is when Tofu turned 12, not since when Tofu is Kari's
+    got = facts(extractor, "Kari: My best friend Kwame and I went to Afropunk in Brooklyn last month.")
+    assert {("Kari", "attended", "Afropunk"), ("Kwame", "attended", "Afropunk")} <= got

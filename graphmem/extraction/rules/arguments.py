@@ -166,7 +166,8 @@ def _opens_clause(ctx: SentenceView, k: int) -> bool:
     """Whether a name after token ``k`` can start a subject: the sentence start, punctuation, or a role
     noun after "my" ("My husband David and I"); not "My manager is Carla Diaz and I ..."."""
     msg, start = ctx.sent.msg, ctx.sent.start
-    return k < start or not msg.alnum[k] or (k - 1 >= start and msg.lowers[k - 1] in POSSESSIVE_DETS
+    owner = k - 2 if k - 2 >= start and _adjective(msg, k - 1) else k - 1  # "My best friend Kwame and I"
+    return k < start or not msg.alnum[k] or (owner >= start and msg.lowers[owner] in POSSESSIVE_DETS
                                              and msg.lemmas[k] != "be")
 
 

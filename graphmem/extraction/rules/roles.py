@@ -77,7 +77,8 @@ def role_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             out += found
             if found or cls is not None:
                 break
-    return out
+    # "my cat Tofu turned 12 last week": the sentence's time is of its verb, not of whose the cat is
+    return [t.model_copy(update={"valid_from": None}) if t.valid_from else t for t in out]
 
 
 def _possessed_example(res: Resources, ctx: SentenceView, a: int, possessors: list[str]
