@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from graphmem import Memory
 from graphmem.extraction.rules.dates import find_times
 from graphmem.extraction.rules.memories import groups, is_procedural, memories
 from graphmem.models import MemoryType
@@ -45,3 +48,16 @@ def test_procedural_needs_a_verb_where_the_pattern_has_one() -> None:
     assert not proc("Never thought I would enjoy running so much.")  # "thought" is no imperative
     assert not proc("Always back up the database?")  # a question is no rule
     assert not proc("The database is backed up nightly.")
+
+
+def test_a_wish_and_what_is_asked_for_are_not_memories(tmp_path: Path) -> None:
+    """"Merry Christmas Eve!" names a day and keeps nothing; "a dessert I could make" describes what is asked
+    for, not the speaker."""
+    with Memory({"home": str(tmp_path), "embedder": {"provider": "hashing"}, "llm": {"provider": "none"}}) as m:
+        out = m.add([{"role": "user", "content": "Merry Christmas Eve! Can you suggest a quick dessert I could "
+                      "make in under 30 minutes?"}, {"role": "assistant", "content": "Sure!"}], user_id="u")
+        assert out["results"] == []
+        assert any(s["reason"] == "question to the assistant" for s in out["skipped"])
+        out = m.add([{"role": "user", "content": "Happy St David's Day! I grew up in Llanberis."},
+                     {"role": "assistant", "content": "Diolch!"}], user_id="u")
+        assert [r["memory"] for r in out["results"]] == ["I grew up in Llanberis."]

@@ -149,6 +149,8 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
     to_assistant = _to_assistant(label, roles, addressed)
     kept = asked = False
     for s in group:
+        if is_phatic(s, names):
+            continue  # "Merry Christmas Eve!" names a day, and says nothing to keep
         words = _tokens(s)
         asking = to_assistant and (s.question or _request(words))
         asked |= asking
@@ -156,7 +158,8 @@ def skip_reason(group: list[Sentence], names: frozenset[str], roles: dict[str, s
             continue
         # told to an assistant, a sentence is kept when it is about the speaker or names someone or
         # something ("ugh it's freezing today" is neither: the moment, not the user's world)
-        if not to_assistant or _about_speaker(words) or (not asking and _names_something(words, names)):
+        if not to_assistant or _about_speaker(words, asking=asking) \
+                or (not asking and _names_something(words, names)):
             kept = True
     if kept:
         return None
@@ -204,9 +207,11 @@ def _names_something(words: list[Token], names: frozenset[str]) -> bool:
     return any(t.pos_ == "PROPN" and t.lower_ not in names and t.lower_ not in INTERJECTIONS for t in words)
 
 
-def _about_speaker(words: list[Token]) -> bool:
-    """"I"/"we" as a subject or "my"/"our" on a noun: the words say something of the speaker."""
-    return any((t.lower_ in ("i", "we") and t.dep_ in ("nsubj", "nsubjpass"))
+def _about_speaker(words: list[Token], *, asking: bool = False) -> bool:
+    """"I"/"we" as a subject or "my"/"our" on a noun: the words say something of the speaker; in a
+    question or request, not an "I" that only describes what is asked for ("a dessert I could make")."""
+    return any((t.lower_ in ("i", "we") and t.dep_ in ("nsubj", "nsubjpass")
+                and not (asking and t.head.dep_ == "relcl"))
                or (t.lower_ in ("my", "our") and t.dep_ == "poss") for t in words)
 
 
@@ -266,6 +271,8 @@ def is_phatic(sent: Sentence, names: frozenset[str] = frozenset()) -> bool:
     """A greeting, thanks or offer of help and nothing else: every word is a pleasantry word or a name."""
     msg = sent.msg
     words = [msg.lowers[k] for k in range(sent.start, sent.end) if msg.alnum[k]]
+    if words[:1] in (["merry"], ["happy"]) and len(words) <= 5 and not {"my", "our", "your", "to"} & set(words):
+        return True  # a season's wish: "Merry Christmas Eve!", "Happy St David's Day!"
     return bool(words) and all(w in PHATIC or w in names for w in words)
 
 
