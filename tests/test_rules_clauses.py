@@ -222,6 +222,8 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     got = facts(clinic, "Kari: My GP referred me to the Maple Street Psychology Centre.")
     assert got == {("Kari", "referredTo", "Maple Street Psychology Centre")}
     assert not facts(clinic, "Kari: I take the bus.")
+    assert facts(clinic, "Kari: My GP is Dr. Whitfield.") == {("Kari", "hasPrimaryPhysician", "Dr. Whitfield")}
+    assert ("Kari", "caregiverOf", "Farida Haddad") in facts(clinic, "Kari: I look after my mum, Farida Haddad.")
     assert ("Kari", "takesDrug", "amlodipine") in facts(clinic, "Kari: Dr. Ramírez put me on amlodipine in April.")
 
 

@@ -213,11 +213,23 @@ def objects(res: Resources, ctx: SentenceView, k: int, *, allow_np: bool) -> lis
         break
     if k < end and k in ctx.ment_start:
         return listed(ctx, k)
+    if k < end and (named := _apposed(ctx, k)) is not None:
+        return listed(ctx, named)  # "I look after my mum, Farida Haddad": Farida Haddad
     if allow_np:
         np = noun_phrase(res, ctx, k)
         if np is not None:
             return [np]
     return []
+
+
+def _apposed(ctx: SentenceView, k: int) -> int | None:
+    """Where the name set beside the common noun at ``k`` starts, when the parse makes it its apposition."""
+    doc = ctx.sent.msg.doc
+    if doc is None or ctx.sent.msg.caps[k]:
+        return None
+    app = next((c for c in doc[k].children if c.dep_ == "appos"), None)
+    m = next((m for m in ctx.sent.mentions if app is not None and m.start <= app.i < m.end), None)
+    return m.start if m is not None else None
 
 
 def listed(ctx: SentenceView, k: int) -> list[str]:

@@ -210,6 +210,8 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
         elif not _strip_first(eng, msg, start, end):
             break
         start += 1
+    if end - start == 1 and lowers[start] in JOB_ACRONYMS:
+        return None  # "My GP": the job word left once "My" is stripped
     if start < end and not (end - start == 1 and lowers[start] in ("'s", "’s")) \
             and any(ch.isalpha() for t in texts[start:end] for ch in t):
         if titled is not None:  # "Dr Hale": the title stays in the name, "Hale" becomes its alias

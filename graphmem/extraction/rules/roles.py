@@ -201,6 +201,8 @@ def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], i
         k += 1
     if k < e and (msg.lemmas[k] == "be" or msg.lowers[k] in ("'s", "’s")):
         k += 1
+        while k < e and msg.lowers[k] in ("still", "now", "also", "actually", "currently"):
+            k += 1  # "Her GP is still Dr. Whitfield"
     literal_at = k
     while k < e and msg.lowers[k] in ("the", "a", "an", "called", "named"):
         k += 1
