@@ -224,6 +224,8 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     assert not facts(clinic, "Kari: I take the bus.")
     assert facts(clinic, "Kari: My GP is Dr. Whitfield.") == {("Kari", "hasPrimaryPhysician", "Dr. Whitfield")}
     assert ("Kari", "caregiverOf", "Farida Haddad") in facts(clinic, "Kari: I look after my mum, Farida Haddad.")
+    # no Person class: the class above those its definitions call a person (care participant) stands in
+    assert ("Mrs Patel", "treatedBy", "Dr. Adeyemi") in facts(clinic, "Kari: Mrs Patel sees Dr. Adeyemi monthly.")
     assert ("Kari", "takesDrug", "amlodipine") in facts(clinic, "Kari: Dr. Ramírez put me on amlodipine in April.")
 
 

@@ -200,6 +200,13 @@ def by_example(res: Resources, word: str) -> list[RelationInfo]:
     return rels if len(rels) == 1 else []
 
 
+def _narrowly_within(res: Resources, kind: str | None, allowed: tuple[str, ...]) -> bool:
+    """Whether class ``kind`` is inside one of ``allowed`` that is not a root class."""
+    onto = res.ontology
+    return kind is not None and any(r in onto.classes and onto.classes[r].parents and onto.is_subclass(kind, r)
+                                    for r in allowed)
+
+
 def _typed_within(res: Resources, ctx: SentenceView, key: str, allowed: tuple[str, ...]) -> bool:
     ent = ctx.state.entities.get(key)
     return ent is not None and ent.type is not None and res.lexicon.compatible(ent.type, allowed)
@@ -392,9 +399,10 @@ def _first_fit(res: Resources, ctx: SentenceView, rels: list[RelationInfo], subj
                 continue
         if generic:
             named = not plain and rel.iri in (own or ())
+            kind = ctx.state.entities[target].type
             if not (named or _typed_for(res, ctx, target, rel, strict=True)) \
-                    or res.lexicon.is_person(ctx.state.entities[target].type):
-                continue
+                    or (res.lexicon.is_person(kind) and not _narrowly_within(res, kind, rel.range)):
+                continue  # a person only inside a range narrower than any thing ("sees Dr Adeyemi")
         elif plain and not (_root_range(res, rel) or _typed_for(res, ctx, target, rel)):
             continue
         t = make(res, ctx, subj, rel, target, ended=ended)

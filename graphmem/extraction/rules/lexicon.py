@@ -137,7 +137,7 @@ class OntologyLexicon:
             return lowers, tuple(eng.lemma(x) for x in lowers)
 
         lex.legal_class = lex.first_class(("Company", "Organization"))
-        lex.person_class = lex.first_class(("Person",))
+        lex.person_class = lex.first_class(("Person",)) or _person_like(ontology)
         lex.country_class = lex.first_class(("Country", "Place"))
         lex._add_classes(toks)
         for rel in sorted(ontology.relations.values(), key=lambda r: r.iri):
@@ -241,6 +241,15 @@ class OntologyLexicon:
 
     def is_person(self, type_name: str | None) -> bool:
         return bool(type_name and self.person_class and self.ontology.is_subclass(type_name, self.person_class))
+
+
+def _person_like(ontology: Ontology) -> str | None:
+    """Without a Person class, the one class above every class its definition calls a person or a human
+    being (a clinic's "care participant", above its patients and clinicians), if there is one."""
+    people = {iri for iri, c in ontology.classes.items()
+              if c.definition and re.search(r"\b(?:a|any) (?:person|human being|human)\b", c.definition, re.I)}
+    tops = [iri for iri in people if not any(a in people for a in ontology.classes[iri].ancestors)]
+    return ontology.classes[tops[0]].name if len(tops) == 1 else None
 
 
 def _single_noun(lowers: tuple[str, ...], lemmas: tuple[str, ...]) -> bool:
