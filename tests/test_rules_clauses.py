@@ -226,6 +226,9 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     assert ("Kari", "caregiverOf", "Farida Haddad") in facts(clinic, "Kari: I look after my mum, Farida Haddad.")
     # no Person class: the class above those its definitions call a person (care participant) stands in
     assert ("Mrs Patel", "treatedBy", "Dr. Adeyemi") in facts(clinic, "Kari: Mrs Patel sees Dr. Adeyemi monthly.")
+    # the workplace relation is the one spelled "works at ...", and a doctor's class word ends a title
+    got = facts(clinic, "Kari: Both see Dr. Fischer, the paediatrician at Sonnenhof Children's Practice.")
+    assert ("Dr. Fischer", "worksAtClinic", "Sonnenhof Children's Practice") in got
     assert ("Kari", "takesDrug", "amlodipine") in facts(clinic, "Kari: Dr. Ramírez put me on amlodipine in April.")
 
 

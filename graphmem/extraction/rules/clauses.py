@@ -105,10 +105,11 @@ class ClauseLexicon:
 
 
 def _without_range_word(res: Resources, rel: RelationInfo, key: tuple[str, ...]) -> tuple[str, ...] | None:
-    """"takes drug", "has symptom": a light verb whose last word names the range class says the relation
-    with the verb alone ("I take lisinopril"); the object must then show that class (a light verb's rule)."""
-    if len(key) < 2 or (key[0] not in LIGHT and key[0] not in PREPOSITIONS) or rel.kind != "object":
-        return None  # a preposition first: a copula's ("is on the drug" is keyed "on drug")
+    """"takes drug", "works at clinic": a form whose last word names the range class says the relation without
+    it ("I take lisinopril", "she works at St. Olav's"); after a light verb the object must then show that
+    class (a light verb's rule)."""
+    if len(key) < 2 or rel.kind != "object":
+        return None  # ("is on the drug" is keyed "on drug", "works at clinic" "work at clinic")
     words = res.lexicon.class_words
     cls = words.get((key[-1],))  # "is on the drug" -> "be on"
     if cls is None:  # "has diagnosis": the head of a class's longer name ("clinical diagnosis")

@@ -13,6 +13,7 @@ from typing import Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import SentenceView, make, subject
 from .resources import Resources
@@ -28,7 +29,7 @@ _STUDENTS: Final = frozenset({"student", "students", "pupil", "undergrad", "unde
 
 def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """worksFor and jobTitle of each "<X> is (a) <title> (at <Org>)" and "as a <title>" outside ``used``."""
-    works, title = res.ontology.relation_info("worksFor"), res.ontology.relation_info("jobTitle")
+    works, title = workplace(res), res.ontology.relation_info("jobTitle")
     if works is None:
         return []
     msg, e = ctx.sent.msg, ctx.sent.end
@@ -41,11 +42,13 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         article = msg.lowers[k + 1] in _ARTICLES
         if not article and lo in ("'s", "’s"):
             continue  # "Maya's manager Tomás": a possessive, not "is"
-        first = k + 2 if article else k + 1
+        owned = named is not None and msg.lowers[k + 1] in ("the", "her", "his", "their", "my", "our")
+        first = k + 2 if article or owned else k + 1  # "Dr. Okafor, her cardiologist at ..."
+
         last = _title_end(ctx, first)
         if last is None:
             continue
-        job_word = is_job_word(msg.lowers[last - 1])
+        job_word = is_job_word(msg.lowers[last - 1], res)
         if not job_word and not (article and lo != "as" and named is None):
             continue
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
@@ -114,8 +117,22 @@ def _of_field(ctx: SentenceView, end: int) -> int:
     return j if j > end + 1 else end
 
 
-def is_job_word(lower: str) -> bool:
-    return lower in JOB_HEADS or lower in JOB_ACRONYMS
+def is_job_word(lower: str, res: Resources | None = None) -> bool:
+    """A word that ends a job title: a common one ("designer", "PM"), or a name of a class of people in the
+    ontology ("cardiologist" for a clinic's physicians)."""
+    if lower in JOB_HEADS or lower in JOB_ACRONYMS:
+        return True
+    cls = res.lexicon.class_words.get((res.english.lemma(lower),)) if res is not None else None
+    return cls is not None and res is not None and res.lexicon.is_person(cls) and cls != res.lexicon.person_class
+
+
+def workplace(res: Resources) -> RelationInfo | None:
+    """The relation of a person to where they work: ``worksFor``, else the one the ontology spells "works at"
+    ("works at clinic")."""
+    found = res.ontology.relation_info("worksFor")
+    if found is None:
+        found = next((r for r in res.clauses.lookup(("work", "at"), False) if r.kind == "object"), None)
+    return found
 
 
 def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:

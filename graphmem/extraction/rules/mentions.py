@@ -250,10 +250,12 @@ def _possessive_name(eng: English, msg: Message, k: int, j: int) -> bool:
     Hospital", "St. Thomas' Hospital": a saint owning one."""
     if msg.lowers[k] in _SAINT and 1 <= j - k - 1 <= 2:
         return True
-    return j - k == 1 and msg.lowers[j] in ("'s", "’s") and eng.is_common(msg.lowers[k]) and not msg.initial[k]
+    return msg.lowers[j] in ("'s", "’s") and eng.is_common(msg.lowers[j - 1]) and not msg.initial[j - 1] \
+        and (j - k == 1 or msg.lowers[j - 1] in _PLURAL_OWNERS)  # "Sonnenhof Children's Practice"
 
 
 _SAINT: Final = frozenset({"st", "st.", "saint", "ste", "ste."})
+_PLURAL_OWNERS: Final = frozenset({"children", "women", "men", "people", "veterans", "workers"})
 
 
 def _joins(msg: Message, j: int, e: int) -> bool:
