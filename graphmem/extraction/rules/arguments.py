@@ -296,8 +296,9 @@ def noun_phrase(res: Resources, ctx: SentenceView, k: int, last: int | None = No
     """A short lowercase noun phrase as an object ("I love painting", "I have a dog"), registered as an entity;
     ``last``: the parse's head noun, where the phrase ends ("metformin", not "metformin twice")."""
     msg = ctx.sent.msg
-    while k < ctx.sent.end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE):
-        k += 1
+    while k < ctx.sent.end and (msg.lowers[k] in DETERMINERS or msg.lowers[k] in EVALUATIVE) \
+            and not (k + 1 < ctx.sent.end and f"{msg.lowers[k]} {msg.lowers[k + 1]}" in res.clauses.examples):
+        k += 1  # "a bad knee" keeps "bad": a class's definition lists it whole
     if last is None:
         last = _parsed_head(msg, k, ctx.sent.end)  # "generalised anxiety disorder": its modifiers lead to it
     end = ctx.sent.end if last is None else min(ctx.sent.end, last + 1)
