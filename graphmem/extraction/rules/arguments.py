@@ -26,6 +26,8 @@ from .words import (
     FIRST_PERSON,
     GENERIC_HEADS,
     INTERJECTIONS,
+    JOB_ACRONYMS,
+    JOB_HEADS,
     MONTHS,
     OTHER_PRONOUNS,
     POSSESSIVE_DETS,
@@ -418,3 +420,35 @@ def _may_be_a_person(res: Resources, allowed: tuple[str, ...]) -> bool:
 _UNTIL: Final = re.compile(r"(?:until|till|til|through|up to)\b", re.IGNORECASE)
 _UNTIL_BEFORE: Final = re.compile(r"\b(?:until|till|til|through|up to)\s+(?:the\s+)?$", re.IGNORECASE)
 """Opening a time phrase or right before it: when the fact ended ("worked there until March")."""
+
+
+def is_job_word(lower: str, res: Resources | None = None) -> bool:
+    """A word that ends a job title: a common one ("designer", "PM"), or a name of a class of people in the
+    ontology ("cardiologist" for a clinic's physicians)."""
+    if lower in JOB_HEADS or lower in JOB_ACRONYMS:
+        return True
+    cls = res.lexicon.class_words.get((res.english.lemma(lower),)) if res is not None else None
+    return cls is not None and res is not None and res.lexicon.is_person(cls) and cls != res.lexicon.person_class
+
+
+def appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
+    """The person a comma at ``k`` sets a description after ("Dr Lund, a cardiologist at ..."), if any."""
+    msg = ctx.sent.msg
+    if msg.lowers[k] != "," and not (msg.lowers[k] in ("-", "–", "—") and msg.space_before[k]):
+        return None
+    m = ctx.ment_end.get(k)
+    if m is None and k - 1 >= ctx.sent.start and msg.lowers[k - 1] == "here":
+        m = ctx.ment_end.get(k - 1)  # "Hannah here, UX designer at Otto Group"
+    if m is None:
+        return None
+    ent = ctx.state.entities.get(m.key)
+    return m.key if ent is not None and (ent.type is None or res.lexicon.is_person(ent.type)) else None
+
+
+def by_example(res: Resources, word: str) -> list[RelationInfo]:
+    """"I'm vegetarian": a word a class's definition gives as an example (a diet) says the one relation
+    whose range is that class (follows diet)."""
+    name = res.clauses.examples.get(word)
+    iri = res.lexicon.class_iri(name)
+    rels = [r for r in res.ontology.relations.values() if r.kind == "object" and iri in r.range]
+    return rels if len(rels) == 1 else []

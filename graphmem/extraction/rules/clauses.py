@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from .arguments import SentenceView, make, noun_phrase
-from .jobs import is_job_word
+from .arguments import SentenceView, by_example, is_job_word, make, noun_phrase
 from .lexicon import definition_examples
 from .resources import Resources
 from .words import FIRST_PERSON, PREPOSITIONS
@@ -190,15 +189,6 @@ def _by_range(res: Resources, ctx: SentenceView, prep: str, obj: Token) -> list[
     if not best or best[0][0] < _NARROW or (len(best) > 1 and best[1][0] == best[0][0]):
         return []
     return [best[0][1]]
-
-
-def by_example(res: Resources, word: str) -> list[RelationInfo]:
-    """"I'm vegetarian": a word a class's definition gives as an example (a diet) says the one relation
-    whose range is that class (follows diet)."""
-    name = res.clauses.examples.get(word)
-    iri = res.lexicon.class_iri(name)
-    rels = [r for r in res.ontology.relations.values() if r.kind == "object" and iri in r.range]
-    return rels if len(rels) == 1 else []
 
 
 def _narrowly_within(res: Resources, kind: str | None, allowed: tuple[str, ...]) -> bool:

@@ -12,8 +12,7 @@ from typing import Final
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ..schema import ExtractedTriple
-from .arguments import SentenceView, make, subject, subjects
-from .jobs import appositive_of
+from .arguments import SentenceView, appositive_of, make, subject, subjects
 from .resources import Resources
 from .words import COUNTRY_OF_DEMONYM
 

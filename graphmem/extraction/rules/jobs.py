@@ -15,9 +15,9 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from .arguments import SentenceView, make, subject
+from .arguments import SentenceView, appositive_of, is_job_word, make, subject
 from .resources import Resources
-from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, JOB_HEADS, PREPOSITIONS
+from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, PREPOSITIONS
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s", "was", "are", "'re"})
 _ARTICLES: Final = frozenset({"a", "an"})
@@ -78,20 +78,6 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     return out
 
 
-def appositive_of(res: Resources, ctx: SentenceView, k: int) -> str | None:
-    """The person a comma at ``k`` sets a description after ("Dr Lund, a cardiologist at ..."), if any."""
-    msg = ctx.sent.msg
-    if msg.lowers[k] != "," and not (msg.lowers[k] in ("-", "–", "—") and msg.space_before[k]):
-        return None
-    m = ctx.ment_end.get(k)
-    if m is None and k - 1 >= ctx.sent.start and msg.lowers[k - 1] == "here":
-        m = ctx.ment_end.get(k - 1)  # "Hannah here, UX designer at Otto Group"
-    if m is None:
-        return None
-    ent = ctx.state.entities.get(m.key)
-    return m.key if ent is not None and (ent.type is None or res.lexicon.is_person(ent.type)) else None
-
-
 def _title_end(ctx: SentenceView, first: int) -> int | None:
     """The end of one to three title words from ``first`` (lowercase, or a job acronym such as "PM")."""
     msg, e = ctx.sent.msg, ctx.sent.end
@@ -115,15 +101,6 @@ def _of_field(ctx: SentenceView, end: int) -> int:
             and msg.lowers[j] not in STOP_WORDS and msg.lowers[j] not in PREPOSITIONS:
         j += 1
     return j if j > end + 1 else end
-
-
-def is_job_word(lower: str, res: Resources | None = None) -> bool:
-    """A word that ends a job title: a common one ("designer", "PM"), or a name of a class of people in the
-    ontology ("cardiologist" for a clinic's physicians)."""
-    if lower in JOB_HEADS or lower in JOB_ACRONYMS:
-        return True
-    cls = res.lexicon.class_words.get((res.english.lemma(lower),)) if res is not None else None
-    return cls is not None and res is not None and res.lexicon.is_person(cls) and cls != res.lexicon.person_class
 
 
 def workplace(res: Resources) -> RelationInfo | None:

@@ -12,7 +12,7 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import values
-from .arguments import SentenceView, listed, make, noun_phrase, subject, subjects, to_do
+from .arguments import SentenceView, by_example, is_job_word, listed, make, noun_phrase, subject, subjects, to_do
 from .lexicon import Direction
 from .resources import Resources
 from .text import Message
@@ -86,8 +86,6 @@ def _possessed_example(res: Resources, ctx: SentenceView, a: int, possessors: li
     """"my asthma", "her ADHD": a word a class's definition gives as an example, owned by someone, is
     theirs through the one relation whose range is that class (has condition). Not a modifier ("my
     diabetes nurse")."""
-    from .clauses import by_example
-
     msg, doc = ctx.sent.msg, ctx.sent.msg.doc
     cls = res.clauses.examples.get(msg.lowers[a])
     if cls is None or doc is None or doc[a].dep_ == "compound":
@@ -104,7 +102,7 @@ def _possessed_example(res: Resources, ctx: SentenceView, a: int, possessors: li
 def _service(res: Resources, ctx: SentenceView, a: int, possessor: str, pos_tok: int) -> list[ExtractedTriple]:
     """"my dentist Dr. Farouk (at Smile Dental)", "Dr Hale is my GP": the person's job, their employer,
     and that the possessor knows them. Only for a job word no relation names ("my manager" is manages)."""
-    from .jobs import employer, is_job_word
+    from .jobs import employer
 
     msg, lex = ctx.sent.msg, res.lexicon
     if not is_job_word(msg.lowers[a]) or (msg.lemmas[a],) in lex.roles or (msg.lemmas[a],) in lex.class_words:
