@@ -75,7 +75,7 @@ def pipeline() -> Language:
     with _PIPELINE_LOCK:
         if not _PIPELINE:
             _PIPELINE.append(_load_pipeline())
-            # The pipeline (and spaCy's modules, ~90k objects) lives until the process ends: frozen, no
+            # The pipeline (and the many objects of spaCy's modules) lives until the process ends: frozen, no
             # later full collection walks it and the interpreter's exit does not take it apart cycle by
             # cycle (bench/startup.py measures both).
             gc.freeze()
