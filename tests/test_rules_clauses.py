@@ -252,3 +252,14 @@ def test_a_role_takes_no_time_of_the_verb_and_a_described_friend_is_a_subject(ex
     assert pet.valid_from is None  # the week is when Tofu turned 12, not since when Tofu is Kari's
     got = facts(extractor, "Kari: My best friend Kwame and I went to Afropunk in Brooklyn last month.")
     assert {("Kari", "attended", "Afropunk"), ("Kwame", "attended", "Afropunk")} <= got
+
+
+def test_a_promotion_and_a_title_said_without_the_i(extractor: RuleExtractor) -> None:
+    """Chat drops the "I" ("Got promoted to ...", "Now working as ..."); "now" before a title; a title
+    with "of" ("head of quality")."""
+    got = facts(extractor, "user: Got promoted to platform engineering manager at Monzo!", ("user",), user="u-1")
+    assert {("u-1", "jobTitle", "platform engineering manager"), ("u-1", "worksFor", "Monzo")} <= got
+    got = facts(extractor, "user: Promotion came through: I'm now support team lead.", ("user",), user="u-1")
+    assert ("u-1", "jobTitle", "support team lead") in got
+    got = facts(extractor, "user: My new title is head of quality.", ("user",), user="u-1")
+    assert ("u-1", "jobTitle", "head of quality") in got

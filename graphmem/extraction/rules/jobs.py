@@ -37,8 +37,13 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
         named = appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
-        if k in used or not (named or lo in _COPULA or lo == "as"):
+        promoted = lo == "to" and k > ctx.sent.start and msg.lemmas[k - 1] in ("promote", "promotion")
+        if k in used or not (named or lo in _COPULA or lo == "as" or promoted):
             continue
+        if promoted:
+            lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
+        while k + 2 < e and msg.lowers[k + 1] in ("now", "still", "currently", "also"):
+            k += 1  # "I'm now support team lead"
         article = msg.lowers[k + 1] in _ARTICLES
         if not article and lo in ("'s", "’s"):
             continue  # "Maya's manager Tomás": a possessive, not "is"
@@ -128,8 +133,14 @@ def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
 
 
 def _speaker_before(ctx: SentenceView, k: int) -> str | None:
-    """Who "as a <title>" describes: the speaker when "I" comes first in the sentence."""
-    msg = ctx.sent.msg
+    """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
+    with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
     if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
+        return ctx.speaker
+    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in ("now", "just", "finally", "so")),
+                 None)
+    if first is not None and doc is not None and doc[first].pos_ in ("VERB", "AUX") \
+            and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(ctx.sent.start, k)):
         return ctx.speaker
     return None

@@ -98,7 +98,9 @@ def _phrase(ctx: SentenceView, k: int) -> str | None:
     words_out: list[str] = []
     while k < end and len(words_out) < 5:
         lo = msg.lowers[k]
-        if not msg.alnum[k] or lo in PREPOSITIONS or lo in CONJUNCTIONS or (
+        of_field = lo == "of" and words_out and k + 1 < end and msg.lowers[k + 1].isalpha() \
+            and not msg.caps[k + 1] and msg.lowers[k + 1] not in PREPOSITIONS  # "head of quality"
+        if not msg.alnum[k] or (lo in PREPOSITIONS and not of_field) or lo in CONJUNCTIONS or (
                 k in ctx.ment_start and ctx.ment_start[k].kind != "concept"):
             break
         words_out.append(msg.texts[k])
