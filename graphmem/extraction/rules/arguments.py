@@ -92,10 +92,10 @@ def subject(ctx: SentenceView, first: int) -> str | None:
                 return None  # "Ana's company hired me": the company, which has no name here
             if _an_object(msg, m.end - 1):  # "(I) sold my old Hilux and bought a Ranger": not the Hilux
                 parsed = _parsed_subject(ctx, first)
-                return parsed if parsed is not None else ctx.speaker if _speaker_is_person(ctx) else None
+                return parsed if parsed is not None else ctx.speaker if speaker_is_person(ctx) else None
             return m.key
         lo = msg.lowers[k]
-        if lo in FIRST_PERSON or (lo == "we" and _speaker_is_person(ctx)):
+        if lo in FIRST_PERSON or (lo == "we" and speaker_is_person(ctx)):
             return ctx.speaker  # "we moved to Valencia": true of the speaker too
         if lo in ("a", "an", "the", "this", "that") and not (k > start and msg.lemmas[k - 1] == "be"):
             return None  # "the westernmost location is in X": a nearer, nameless subject
@@ -128,7 +128,7 @@ def _parsed_subject(ctx: SentenceView, first: int) -> str | None:
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
             low = subj.lower_
-            if low in FIRST_PERSON or (low == "we" and _speaker_is_person(ctx)):
+            if low in FIRST_PERSON or (low == "we" and speaker_is_person(ctx)):
                 return ctx.speaker
             if low in ("he", "she"):
                 return ctx.state.recent_person
@@ -181,12 +181,12 @@ def _subjectless(ctx: SentenceView, first: int) -> bool:
     """A named speaker's statement that starts with its verb ("Moved back to Sweden last year", "Living in
     Gothenburg now", "been living in Helsinki"): chat drops the "I"."""
     msg = ctx.sent.msg
-    if not _speaker_is_person(ctx) or first >= ctx.sent.end or not msg.lowers[first].isalpha():
+    if not speaker_is_person(ctx) or first >= ctx.sent.end or not msg.lowers[first].isalpha():
         return False
     return all(msg.lowers[k] in _LEAD_INS or not msg.alnum[k] for k in range(ctx.sent.start, first))
 
 
-def _speaker_is_person(ctx: SentenceView) -> bool:
+def speaker_is_person(ctx: SentenceView) -> bool:
     if ctx.speaker is None:
         return False
     ent = ctx.state.entities.get(ctx.speaker)
