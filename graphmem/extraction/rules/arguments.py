@@ -147,7 +147,7 @@ def subjects(ctx: SentenceView, first: int) -> list[str]:
         return []
     msg, start = ctx.sent.msg, ctx.sent.start
     k = first - 1
-    while k >= start and msg.lowers[k] in _LEAD_INS:
+    while k >= start and msg.lowers[k] in LEAD_INS:
         k -= 1
     if k >= start and msg.lowers[k] in FIRST_PERSON:
         k -= 1
@@ -173,7 +173,7 @@ def _opens_clause(ctx: SentenceView, k: int) -> bool:
                                              and msg.lemmas[k] != "be")
 
 
-_LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and", "both",
+LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "now", "been", "currently", "and", "both",
                               "so", "then", "actually", "only", "already", "officially"})
 
 
@@ -183,7 +183,7 @@ def _subjectless(ctx: SentenceView, first: int) -> bool:
     msg = ctx.sent.msg
     if not speaker_is_person(ctx) or first >= ctx.sent.end or not msg.lowers[first].isalpha():
         return False
-    return all(msg.lowers[k] in _LEAD_INS or not msg.alnum[k] for k in range(ctx.sent.start, first))
+    return all(msg.lowers[k] in LEAD_INS or not msg.alnum[k] for k in range(ctx.sent.start, first))
 
 
 def speaker_is_person(ctx: SentenceView) -> bool:
@@ -449,6 +449,5 @@ def by_example(res: Resources, word: str) -> list[RelationInfo]:
     """"I'm vegetarian": a word a class's definition gives as an example (a diet) says the one relation
     whose range is that class (follows diet)."""
     name = res.clauses.examples.get(word)
-    iri = res.lexicon.class_iri(name)
-    rels = [r for r in res.ontology.relations.values() if r.kind == "object" and iri in r.range]
-    return rels if len(rels) == 1 else []
+    rel = res.clauses.only_relation.get(name) if name is not None else None
+    return [rel] if rel is not None else []

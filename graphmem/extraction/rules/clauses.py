@@ -58,6 +58,8 @@ class ClauseLexicon:
     examples: dict[str, str] = field(default_factory=dict)
     """Lowercase example -> class, from the examples a class's definition lists after its colon
     ("... a medicine or supplement: insulin, metformin, an inhaler")."""
+    only_relation: dict[str, RelationInfo] = field(default_factory=dict)
+    """Class name -> the one object relation whose range is that class, for the classes that have one."""
 
     @classmethod
     def build(cls, res: Resources) -> ClauseLexicon:
@@ -89,6 +91,9 @@ class ClauseLexicon:
         for info in onto.classes.values():
             for example in definition_examples(info.definition):
                 lex.examples.setdefault(example, info.name)
+            ranged = [r for r in onto.relations.values() if r.kind == "object" and info.iri in r.range]
+            if len(ranged) == 1:
+                lex.only_relation[info.name] = ranged[0]
         return lex
 
     def lookup(self, key: tuple[str, ...], past: bool) -> list[RelationInfo]:
@@ -156,7 +161,7 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
                 rels = _ended_relations(res, ctx, subjects, obj_tok)
             if not rels:
                 continue
-            if rels and (acted := _acted_on(ctx, pred, obj_tok)) is not None \
+            if (acted := _acted_on(ctx, pred, obj_tok)) is not None \
                     and all((key, r.iri) in lex.passive for r in rels):
                 who = [acted]  # "Dr Ramírez put me on amlodipine": I am the one put on it
             for subj in who:

@@ -15,7 +15,7 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from .arguments import SentenceView, appositive_of, is_job_word, make, speaker_is_person, subject
+from .arguments import LEAD_INS, SentenceView, appositive_of, is_job_word, make, speaker_is_person, subject
 from .resources import Resources
 from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, PREPOSITIONS
 
@@ -138,8 +138,7 @@ def _speaker_before(ctx: SentenceView, k: int) -> str | None:
     msg, doc = ctx.sent.msg, ctx.sent.msg.doc
     if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
         return ctx.speaker
-    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in ("now", "just", "finally", "so")),
-                 None)
+    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in LEAD_INS), None)
     if first is not None and doc is not None and doc[first].pos_ in ("VERB", "AUX") and speaker_is_person(ctx) \
             and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(ctx.sent.start, k)):
         return ctx.speaker  # a person's turn, not a document's ("Served as a senator ...")
