@@ -167,3 +167,30 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     assert ("Ines", "livesIn", "Vigo") in triples(extractor, "Ines: These days I'm in Vigo.", ["Ines"])
     visit = triples(extractor, "Ines: I'm in Vigo for a conference.", ["Ines"])
     assert not any(t == "Vigo" for _s, _r, t in visit)
+
+
+# -- changes of job and home ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Ines: I joined Revolut and my new title is head of quality.",
+     {("Ines", "worksFor", "Revolut"), ("Ines", "jobTitle", "head of quality")}),
+    ("Ines: Started at Rakuten on Monday.", {("Ines", "worksFor", "Rakuten")}),
+    ("Ines: Big news: I accepted an offer from Allegro!", {("Ines", "worksFor", "Allegro")}),
+    ("Ines: Quit Roche and joined Novartis.", {("Ines", "worksFor", "Roche"), ("Ines", "worksFor", "Novartis")}),
+    # the name "Left Dublin for Cork" is two places; a home is a place: the planner closes the old one
+    ("Ines: I moved to Dublin in 2020.\nInes: Left Dublin for Cork - house prices.",
+     {("Ines", "livesIn", "Dublin"), ("Ines", "livesIn", "Cork")}),
+    ("Ines: I work at Initech.\nInes: I left Initech for Globex last spring.",
+     {("Ines", "worksFor", "Initech"), ("Ines", "worksFor", "Globex")}),
+])
+def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
+                                                      expected: set[tuple[str, str, str]]) -> None:
+    assert triples(extractor, text, ["Ines"]) == expected
+
+
+def test_the_job_left_ends_and_a_club_joined_is_no_job(extractor: RuleExtractor) -> None:
+    out = run(extractor, "Ines: Quit Roche and joined Novartis.\nInes: My sister joined a book club.", ["Ines"])
+    ended = {(t.target, t.valid_to is not None) for t in out.triples if t.relation == "worksFor"}
+    assert ended == {("Roche", True), ("Novartis", False)}
+    assert not any(t.target == "book club" and t.relation == "worksFor" for t in out.triples)

@@ -134,9 +134,26 @@ def test_the_relations_a_question_names() -> None:
     def names(question: str) -> set[str]:
         return {iri.rsplit("#", 1)[-1] for iri in asked_relations(question, onto)}
 
-    assert "livesIn" in names("where does Maya live now?") and "worksFor" not in names("where does Maya live now?")
-    assert "worksFor" in names("who does she work for?") and "livesIn" not in names("who does she work for?")
+    assert names("where does Maya live now?") == {"livesIn"}  # not livedIn ("lived in"), nor hasCondition
+    # "works for", not colleagueOf's "works with" nor jobTitle's "works as"; with its inverse
+    assert names("who does she work for?") == {"worksFor", "employs"} == names("who employs Chloé?")
+    assert names("what company employs Priya?") == {"worksFor", "employs"}  # the answer is no person
+    assert "worksFor" in names("where did Priya work in 2021?")  # no relation of a place: all that fit
+    assert names("what's Hannah's role?") == {"jobTitle"}
     assert names("what is Maya allergic to?") == {"allergicTo"}
+
+
+def test_the_time_a_question_asks_about() -> None:
+    from datetime import UTC, datetime
+
+    from graphmem.search.validity import _question_time
+
+    assert _question_time("Where did Ben work in 2021?") == datetime(2021, 7, 1, tzinfo=UTC)
+    assert _question_time("Who was Tomasz working for in early 2021?") == datetime(2021, 3, 1, tzinfo=UTC)
+    assert _question_time("Where did Mei work at the end of 2020?") == datetime(2020, 12, 28, tzinfo=UTC)
+    assert _question_time("Where did Mateo work in mid-2022?") == datetime(2022, 7, 1, tzinfo=UTC)
+    assert _question_time("Where did she live in May 2022?") == datetime(2022, 5, 15, tzinfo=UTC)
+    assert _question_time("Where did she live before Porto?") is None
 
 
 
@@ -172,3 +189,43 @@ def test_statements_said_together_or_by_another_person_keep_their_order(mem: Mem
     mem.add([{"role": "user", "name": "Tom", "content": "I moved to Porto"}], user_id=other, infer=False,
             timestamp="2024-06-02T09:00:00Z")
     assert mem.search("where does Ruth live", user_id=other)["results"][0]["id"] == mine
+
+
+def chat(mem: Memory, uid: str, *lines: tuple[str, str], infer: bool = True) -> list[str]:
+    """Maya's messages (time, text), one ``add`` each; the id of each message's first memory."""
+    return [mem.add(text, user_id=uid, infer=infer, timestamp=when, speaker="Maya")["results"][0]["id"]
+            for when, text in lines]
+
+
+def test_the_latest_statement_of_the_asked_relation_goes_first(mem: Memory, uid: str) -> None:
+    """The introduction says where Maya works and lives without a label word of ``livesIn`` and
+    matches the question best; the later move is what it asks. The move says so in its fact
+    (rules) or its words ("relocated to")."""
+    intro, move = chat(mem, uid, ("2021-03-02T09:00:00Z", "Hi, I'm Maya, a UX designer at Otto Group in Hamburg."),
+                       ("2023-06-01T09:00:00Z", "We relocated to Vienna last week, boxes everywhere."))
+    out = mem.search("What city does Maya live in now?", user_id=uid, explain=True)["results"]
+    assert [h["id"] for h in out][:2] == [move, intro] and "newest_first" in out[0]["score_details"]
+
+
+def test_a_job_is_one_at_a_time(mem: Memory, uid: str) -> None:
+    """``worksFor`` is not functional, but ``gm:oneAtATime``: "who does she work for?" reads the
+    latest job first; ``likes`` is neither, and no statement of it is moved."""
+    acme, _, _, globex = chat(
+        mem, uid, ("2021-01-10T09:00:00Z", "I work for Acme, Maya does work for Acme"),
+        ("2021-05-10T09:00:00Z", "I like hiking, what I like most is hiking in the hills"),
+        ("2022-05-10T09:00:00Z", "I like chess"), ("2023-02-01T09:00:00Z", "Globex is my employer now"), infer=False)
+    assert [h["id"] for h in mem.search("who does Maya work for?", user_id=uid)["results"]][:2] == [globex, acme]
+    liked = mem.search("what does Maya like?", user_id=uid, explain=True)["results"]
+    assert len(liked) == 4 and not any("newest_first" in h["score_details"] for h in liked)
+
+
+def test_a_question_about_the_past_reads_the_value_of_then(mem: Memory, uid: str) -> None:
+    """"before Porto": the last home said before Porto was first named; "in 2022": the last said by
+    the middle of 2022."""
+    lisbon, porto, oslo = chat(mem, uid, ("2021-01-10T09:00:00Z", "I live in Lisbon."),
+                               ("2022-03-02T09:00:00Z", "We moved to Porto, we love living here."),
+                               ("2023-08-01T09:00:00Z", "We moved to Oslo, Porto was too hot for us."), infer=False)
+    out = mem.search("Where did Maya live before Porto?", user_id=uid, explain=True)["results"]
+    assert out[0]["id"] == lisbon and "past" in out[0]["score_details"]
+    assert mem.search("Where did Maya live in 2022?", user_id=uid)["results"][0]["id"] == porto
+    assert mem.search("Where does Maya live?", user_id=uid)["results"][0]["id"] == oslo

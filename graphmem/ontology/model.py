@@ -35,6 +35,8 @@ from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_gr
 
 PathsArg = str | Path | Sequence[str | Path] | None
 Kind = Literal["object", "datatype"]
+ONE_AT_A_TIME: Final = URIRef("https://graphmem.dev/ontology#oneAtATime")
+"""graphmem's annotation of a property whose values follow one another in time (see ``RelationInfo``)."""
 
 BUILTIN_NAMESPACES: Final = (
     str(RDF), str(RDFS), str(OWL), str(XSD), str(SH), str(SKOS),
@@ -91,6 +93,9 @@ class RelationInfo:
     symmetric: bool
     transitive: bool
     functional: bool
+    one_at_a_time: bool
+    """``gm:oneAtATime true``: values follow one another in time (a job), though two may hold at
+    once; a question about the present reads the latest first (``search/validity.py``)."""
     super_properties: tuple[str, ...]
     """Every super-property after owlrl, plus those implied through ``owl:inverseOf``."""
     neo4j_type: str | None
@@ -566,6 +571,8 @@ class Ontology:
                 symmetric=OWL.SymmetricProperty in t,
                 transitive=OWL.TransitiveProperty in t,
                 functional=OWL.FunctionalProperty in t,
+                one_at_a_time=any(isinstance(o, RDFLiteral) and o.toPython() is True
+                                  for o in g.objects(node, ONE_AT_A_TIME)),
                 super_properties=tuple(sorted(sup)),
                 neo4j_type=neo4j_type(iri) if kind == "object" else None,
             )

@@ -24,7 +24,7 @@ from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
-from .validity import Superseded, asks_about_past, demote, newest_first, superseded
+from .validity import Superseded, asks_about_past, by_time, demote, superseded, timed_relations
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -121,8 +121,10 @@ def search_steps(
     gq = graph_query(req.text, cfg.graph, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
     # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
     wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
+    past = req.as_of is None and asks_about_past(req.text)
+    timed = timed_relations(req.text, ontology())  # the relations whose statements go in time order
     cands, sub = yield Call("search", (req.scope, flt, usable if "vector" in wanted else None,
-                                       req.text if "fulltext" in wanted else None, n, gq))
+                                       req.text if "fulltext" in wanted else None, n, gq, sorted(timed)))
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
@@ -164,7 +166,7 @@ def search_steps(
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}
-    restated: dict[str, float] = {}
+    in_time: dict[str, float] = {}
     reads = cands.round_trips
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
         if cands.fact_states is not None and (sub.fact_states is not None or not sub.records):
@@ -173,9 +175,9 @@ def search_steps(
             states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
             reads += 1
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
-        if req.as_of is None and not asks_about_past(req.text):
+        if req.as_of is None and not past:
             moved = demote(ranked, replaced) if replaced else {}
-            restated = newest_first(ranked, req.text, ontology, frozenset(graph.relations))
+        in_time = by_time(ranked, req.text, timed, ontology, states, past=past)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]
@@ -196,8 +198,8 @@ def search_steps(
                 details["decay"] = factor
             if mid in moved:
                 details["superseded"] = moved[mid]
-            if mid in restated:
-                details["newest_first"] = restated[mid]
+            if mid in in_time:
+                details["past" if past else "newest_first"] = in_time[mid]
             if mid in reranked:
                 details["rerank"] = reranked[mid]
             if "graph" in details and mid in graph.paths:

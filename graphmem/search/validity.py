@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from ..models import MemoryRecord, MemoryType, iso
@@ -95,7 +95,8 @@ def superseded(states: dict[str, FactStates], ontology: Callable[[], Ontology], 
 
 
 _FUNCTION_WORDS: Final = frozenset({"a", "an", "the", "in", "at", "to", "for", "of", "on", "by", "with", "from",
-                                    "is", "has", "have", "been", "be", "as"})
+                                    "is", "was", "were", "are", "am", "will", "has", "have", "had", "been", "be",
+                                    "as"})
 
 
 def _stem(word: str) -> str:
@@ -114,11 +115,34 @@ def _words(text: str) -> set[str]:
 def _label_words(ontology: Ontology) -> dict[str, tuple[frozenset[str], ...]]:
     """Each relation's labels as sets of stemmed content words, once per ontology (search reads
     them on every question about the present)."""
-    out: dict[str, tuple[frozenset[str], ...]] = {}
+    return {iri: tuple(label.content for label in labels) for iri, labels in _labels(ontology).items()}
+
+
+_PARTICLES: Final = frozenset({"in", "at", "to", "for", "of", "on", "by", "with", "from", "as"})
+
+
+@dataclass(frozen=True)
+class _Label:
+    content: frozenset[str]
+    """Its stemmed content words."""
+    particles: frozenset[str]
+    """Its function words ("for" of "works for"): a question that has them names it more surely."""
+    past: frozenset[str]
+    """The stems of its "-ed" words ("lived in"): said of a question in the present tense, a weaker match."""
+
+
+@functools.lru_cache(maxsize=8)
+def _labels(ontology: Ontology) -> dict[str, tuple[_Label, ...]]:
+    out: dict[str, tuple[_Label, ...]] = {}
     for iri, info in ontology.relations.items():
-        sets = ({_stem(w) for w in re.findall(r"[a-z]+", label.casefold()) if w not in _FUNCTION_WORDS}
-                for label in (info.label, *info.alt_labels))
-        out[iri] = tuple(frozenset(c) for c in sets if c)
+        labels = []
+        for label in (info.label, *info.alt_labels):
+            words = re.findall(r"[a-z]+", label.casefold())
+            content = frozenset(_stem(w) for w in words if w not in _FUNCTION_WORDS)
+            if content:
+                labels.append(_Label(content, frozenset(w for w in words if w in _PARTICLES),
+                                     frozenset(_stem(w) for w in words if w.endswith("ed"))))
+        out[iri] = tuple(labels)
     return out
 
 
@@ -127,11 +151,73 @@ def _says(words: set[str], iri: str, ontology: Ontology) -> bool:
     return any(content <= words for content in _label_words(ontology).get(iri, ()))
 
 
+_ANSWER_KIND: Final = (
+    (re.compile(r"\bwhere\b|\b(?:what|which) (?:city|town|country|place|neighbou?rhood)\b", re.IGNORECASE),
+     ("place", "location")),
+    (re.compile(r"\b(?:what|which) (?:company|companies|organi[sz]ation|employer|firm|business)\b", re.IGNORECASE),
+     ("organization",)),
+    (re.compile(r"\bwho(?:m)?\b", re.IGNORECASE), ("person", "organization", "agent")),
+)
+"""What a question's opening says its answer is ("where" a place, "who" a person or an organization),
+as class names the ontology resolves; a relation whose range is none of them is not what is asked."""
+
+
+_XSD: Final = "http://www.w3.org/2001/XMLSchema#"
+_TIMES: Final = frozenset(_XSD + t for t in ("date", "dateTime", "dateTimeStamp", "gYear", "gYearMonth", "time",
+                                             "duration"))
+_NUMBERS: Final = frozenset(_XSD + t for t in ("integer", "int", "long", "short", "decimal", "float", "double",
+                                               "nonNegativeInteger", "positiveInteger"))
+_ASKS_TIME: Final = re.compile(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month|time)\b|\bhow long\b",
+                               re.IGNORECASE)
+_ASKS_NUMBER: Final = re.compile(r"\bhow (?:old|many|much|tall|far)\b|\bwhat (?:age|number)\b", re.IGNORECASE)
+
+
+def _value_kind(ranges: tuple[str, ...]) -> str | None:
+    return "time" if _TIMES & set(ranges) else "number" if _NUMBERS & set(ranges) else None
+
+
+def _asked_kind(question: str) -> str | None:
+    """A time ("when ...?") or a number ("how old ...?"): only a relation with such values answers it,
+    and a relation with such values answers nothing else ("start making videos" asks no start date)."""
+    return "time" if _ASKS_TIME.search(question) else "number" if _ASKS_NUMBER.search(question) else None
+
+
+def _answer_classes(question: str, ontology: Ontology) -> tuple[str, ...] | None:
+    for pattern, names in _ANSWER_KIND:
+        if pattern.search(question):
+            found = tuple(c for c in map(ontology.resolve_class, names) if c is not None)
+            return found or None
+    return None
+
+
 def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
-    """The relations whose label or ``skos:altLabel`` words all occur in the question, inflection
-    aside ("where does she live?" names ``livesIn``, "lives in"; "who does she work for?" ``worksFor``)."""
-    words = _words(question)
-    return frozenset(iri for iri, labels in _label_words(ontology).items() if any(c <= words for c in labels))
+    """The relations the question names: every content word of a label or ``skos:altLabel`` occurs
+    in it, inflection aside ("where does she live?" names ``livesIn``, "lives in"), its values are
+    the kind the question asks for (a time, a number, else anything but those: :func:`_asked_kind`),
+    the range fits what the question's opening asks for ("where": a place; "who": a person or an
+    organization), and
+    of those, the best named: the most label words, its particles too ("who does she work for?":
+    ``worksFor``, not ``colleagueOf``'s "works with"), its tense ("lived in" is weaker in a question
+    about the present)."""
+    raw = re.findall(r"[a-z]+", question.casefold())
+    words = {_stem(w) for w in raw}
+    past = {_stem(w) for w in raw if w.endswith("ed")}
+    best: dict[str, tuple[int, int, int]] = {}
+    value = _asked_kind(question)
+    for iri, labels in _labels(ontology).items():
+        if _value_kind(ontology.relations[iri].range) != value:
+            continue
+        for label in labels:
+            if label.content <= words:
+                rank = (len(label.content), len(label.particles & set(raw)), -len(label.past - past))
+                best[iri] = max(best.get(iri, rank), rank)
+    kinds = _answer_classes(question, ontology)
+    fitting = {iri: rank for iri, rank in best.items() if kinds is not None and any(
+        ontology.is_subclass(r, k) or ontology.is_subclass(k, r) for r in ontology.relations[iri].range for k in kinds)}
+    best = fitting or best  # "where does she work?" asks worksFor all the same
+    top = max(best.values(), default=None)
+    named = {iri for iri, rank in best.items() if rank == top}
+    return frozenset(named | {inverse for iri in named if (inverse := ontology.relations[iri].inverse)})
 
 
 RESTATED_GAP: Final = timedelta(days=1)
@@ -150,55 +236,134 @@ def _by_or_naming(rec: MemoryRecord, name: str) -> bool:
         rf"\b{re.escape(name)}\b", rec.memory.casefold()) is not None
 
 
-def _said(rec: MemoryRecord) -> datetime | None:
+def _said(rec: MemoryRecord, dated: bool) -> datetime | None:
     """When the memory was said: its message's time (``event_time`` of a semantic or procedural
     memory), else when it was stored. An episodic memory's ``event_time`` is when what it tells
-    happened ("in 1995 ..."), not when it was said: it does not count."""
-    if rec.memory_type is MemoryType.EPISODIC:
+    happened: in a conversation whose messages carry times (``dated``) that is its message's time
+    moved by what it says ("we relocated last week"), a fair time of saying; in a document without
+    times it is content time ("in 1995 ..."), which does not count."""
+    if rec.memory_type is MemoryType.EPISODIC and not dated:
         return None
     return rec.event_time or rec.created_at
 
 
-def newest_first(ranked: list[tuple[float, Any]], question: str, ontology: Callable[[], Ontology],
-                 linked: frozenset[str] = frozenset()) -> dict[str, float]:
-    """In a question about the present that names functional relations (one current value, so a
-    later statement replaces an earlier one), the ranked memories whose text says one
-    of them (the relation's label words) are put newest first, in the places they hold, when they
-    were said at least :data:`RESTATED_GAP` apart: "We moved to Porto" (May) above "I live in
-    Lisbon" (January), with or without facts (``infer=False``), so on every backend alike. When the
-    question names someone whom ranked memories name or who said them, only their memories count.
-    ``ranked``: (score, (memory id, fused, record, factor)), changed in place; ``linked``: the
-    relations the graph signal linked in the question, else :func:`asked_relations`. Returns the
-    score factor of each memory moved. The ontology loads only when the ranked memories were said
-    on different days."""
+def _dated(records: list[MemoryRecord]) -> bool:
+    """Whether the memories come from messages with times (``timestamp``): some non-episodic one has one."""
+    return any(r.event_time is not None and r.memory_type is not MemoryType.EPISODIC for r in records)
+
+
+def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
+    """The relations the question asks (:func:`asked_relations`) whose values follow one another
+    in time: functional ones, and those marked ``gm:oneAtATime`` (a job: people may hold two, but
+    the latest is what "who does she work for?" asks)."""
+    return frozenset(iri for iri in asked_relations(question, ontology)
+                     if (info := ontology.relations.get(iri)) is not None and (info.functional or info.one_at_a_time))
+
+
+_MONTHS: Final = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                  "october", "november", "december")
+_WHEN: Final = re.compile(
+    r"\b(?:(?P<part>early|mid|late|(?:the )?(?:start|beginning|middle|end) of)[ -]+)?"
+    r"(?:(?P<month>" + "|".join(_MONTHS) + r") +)?(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
+_PART: Final = {"early": 3, "start": 1, "beginning": 1, "mid": 7, "middle": 7, "late": 11, "end": 12}
+_BEFORE: Final = re.compile(r"\bbefore\b(?P<anchor>[^?.!]+)", re.IGNORECASE)
+_ANCHOR_FILLER: Final = _FUNCTION_WORDS | {
+    "i", "you", "he", "she", "we", "they", "her", "his", "my", "our", "their", "was", "were", "became", "become",
+    "got", "get", "moved", "move", "did", "do", "does", "that", "this", "then"}
+
+
+def _question_time(question: str) -> datetime | None:
+    """The time a question about the past asks about: "in 2021" (its middle), "in early 2021",
+    "at the end of 2020", "in May 2022" (the middle of the month)."""
+    found = _WHEN.search(question)
+    if found is None:
+        return None
+    year = int(found["year"])
+    if found["month"]:
+        return datetime(year, _MONTHS.index(found["month"].casefold()) + 1, 15, tzinfo=UTC)
+    month = _PART[(found["part"] or "mid").casefold().removeprefix("the ").removesuffix(" of")]
+    return datetime(year, month, 28 if month == 12 else 1, tzinfo=UTC)
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Inflection aside ("promotion", "promoted")."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return a == b or (n >= 5 and n >= min(len(a), len(b)) - 3)
+
+
+def _anchor_time(question: str, records: list[MemoryRecord], dated: bool) -> datetime | None:
+    """When what follows "before" happened: the earliest-said ranked memory that holds its words
+    ("before Jakarta": the first memory naming Jakarta; "before the promotion": the first telling of it)."""
+    found = _BEFORE.search(question)
+    if found is None:
+        return None
+    anchor = [w for w in re.findall(r"[a-z0-9]+", found["anchor"].casefold()) if w not in _ANCHOR_FILLER]
+    if not anchor:
+        return None
+    times = []
+    for rec in records:
+        words = re.findall(r"[a-z0-9]+", rec.memory.casefold())
+        if all(any(_same_word(a, w) for w in words) for a in anchor) and (when := _said(rec, dated)) is not None:
+            times.append(when)
+    return min(times, default=None)
+
+
+def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
+            ontology: Callable[[], Ontology], states: dict[str, FactStates], *, past: bool) -> dict[str, float]:
+    """Statements of one relation said at different times, in the order the question asks for.
+
+    ``relations``: :func:`timed_relations` of the question. A ranked memory *states* one of them
+    when it supports a fact of it (``states``) or its text holds the words of one of its labels
+    ("We moved to Porto", ``livesIn``), so memories without facts (``infer=False``) take part too.
+    When the question names someone whom ranked memories name or who said them, only theirs count.
+    Those statements, said at least :data:`RESTATED_GAP` apart, go to the top:
+
+    - about the present, newest first ("where does she live?": the latest move);
+    - about the past, at a time ("in 2021", "in early 2022"): the last said by then first, then the
+      ones after it, oldest first;
+    - about the past, before something ("before Jakarta", "before the promotion": the earliest ranked
+      memory holding those words): the last said before it first.
+
+    ``ranked``: (score, (memory id, fused, record, factor)), changed in place (the scores stay where
+    they were: a moved memory takes its new place's). Returns the score factor of each memory moved."""
     records = [item[2] for _, item in ranked]
-    times = [t for t in map(_said, records) if t is not None]
-    if len(times) < 2 or max(times) - min(times) < RESTATED_GAP:
+    dated = _dated(records)
+    times = [t for t in (_said(r, dated) for r in records) if t is not None]
+    if not relations or len(times) < 2 or max(times) - min(times) < RESTATED_GAP:
         return {}
     onto = ontology()
-    asked = frozenset(iri for iri in (linked or asked_relations(question, onto))
-                      if (info := onto.relations.get(iri)) is not None and info.functional)
-    if not asked:
-        return {}
     named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
     named = {n for n in named if any(_by_or_naming(r, n) for r in records)}
     said: dict[int, datetime] = {}
     for n, (_, item) in enumerate(ranked):
         rec = item[2]
-        when = _said(rec)
+        when = _said(rec, dated)
         if when is None or (named and not any(_by_or_naming(rec, name) for name in named)):
             continue
-        if any(_says(_words(rec.memory), iri, onto) for iri in asked):
+        state = states.get(item[0])
+        facts = {*state.open, *state.ended, *(old.relation for old, _ in state.superseded)} if state else set()
+        words = _words(rec.memory)
+        if facts & relations or any(_says(words, iri, onto) for iri in relations):
             said[n] = when
-    places = list(said)
-    if len(places) < 2:
+    if not said:
         return {}
-    if max(said.values()) - min(said.values()) < RESTATED_GAP:
+    newest = sorted(said, key=lambda n: said[n], reverse=True)
+    if not past:
+        first = newest
+    elif (at := _question_time(question)) is not None:
+        first = [n for n in newest if said[n] <= at] + [n for n in reversed(newest) if said[n] > at]
+    elif (anchor := _anchor_time(question, records, dated)) is not None:
+        first = [n for n in newest if said[n] < anchor]
+    else:
         return {}
-    order = sorted(places, key=lambda n: said[n], reverse=True)
+    order = first + [n for n in range(len(ranked)) if n not in set(first)]
     moved: dict[str, float] = {}
     old = list(ranked)
-    for place, n in zip(places, order, strict=True):
+    for place, n in enumerate(order):
         if place != n:
             score, item = old[n]
             new = old[place][0]

@@ -643,11 +643,14 @@ class Store(ABC):
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-        graph: GraphQuery | None,
+        graph: GraphQuery | None, timed: Sequence[str] = (),
     ) -> tuple[Candidates, Subgraph]:
         """Candidates and, with ``graph``, the neighbourhood seeded by the best of them.
 
-        This default makes two calls; a server store overrides it with one round trip.
+        ``timed``: relations (IRIs) the question orders by time; a store whose records carry
+        their fact states (:attr:`Candidates.fact_states`) includes every fact of these relations.
+        This default makes two calls and reads no states; a server store overrides it with one
+        round trip.
         """
         cands = self.candidates(scope, flt, vector, text, k)
         if graph is None:

@@ -645,7 +645,7 @@ class SQLiteStore(Store):
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-        graph_query: GraphQuery | None,
+        graph_query: GraphQuery | None, timed: Sequence[str] = (),
     ) -> tuple[Candidates, Subgraph]:
         """Both reads in one transaction: the neighbourhood sees the snapshot the candidates came from."""
         with self._read() as conn:

@@ -91,7 +91,7 @@ def subject(ctx: SentenceView, first: int) -> str | None:
             if m.end < first and msg.doc is not None and msg.doc[m.end].tag_ == "POS":
                 return None  # "Ana's company hired me": the company, which has no name here
             if _an_object(msg, m.end - 1):  # "(I) sold my old Hilux and bought a Ranger": not the Hilux
-                parsed = _parsed_subject(ctx, first)
+                parsed = parsed_subject(ctx, first)
                 return parsed if parsed is not None else ctx.speaker if speaker_is_person(ctx) else None
             return m.key
         lo = msg.lowers[k]
@@ -117,7 +117,7 @@ def _an_object(msg: Message, k: int) -> bool:
     return msg.doc is not None and msg.doc[k].dep_ in ("dobj", "dative", "oprd")
 
 
-def _parsed_subject(ctx: SentenceView, first: int) -> str | None:
+def parsed_subject(ctx: SentenceView, first: int) -> str | None:
     """The parse's subject of the verb at ``first`` (or of the verb it is conjoined to): "I" is the
     speaker, "he"/"she" the last person named, a name its mention."""
     doc = ctx.sent.msg.doc

@@ -59,7 +59,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
-        who = named or (_speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
+        who = named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
         if who is None:
             continue
         org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
@@ -132,7 +132,7 @@ def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
     return None
 
 
-def _speaker_before(ctx: SentenceView, k: int) -> str | None:
+def speaker_before(ctx: SentenceView, k: int) -> str | None:
     """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
     with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""
     msg, doc = ctx.sent.msg, ctx.sent.msg.doc

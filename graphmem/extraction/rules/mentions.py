@@ -167,8 +167,10 @@ def _name_last(eng: English, msg: Message, k: int, s: int, e: int) -> int:
         elif caps[j] and not _date_word(msg, j, s, e) and not (texts[j - 1].endswith(".") and lo in STOP_WORDS):
             last = j
             j += 1
-        elif _joins(msg, j, e) and not (last == k and lowers[k] in DEMONYMS and lo.isalpha()):
-            j += 1  # not "Japanese on Duolingo": a language or nationality starts no "X on Y" name
+        elif _joins(msg, j, e) and not (last == k and lowers[k] in DEMONYMS and lo.isalpha()) \
+                and not (lo == "for" and _LEFT & {lowers[k], lowers[k - 1] if k > s else ""}):
+            j += 1  # not "Japanese on Duolingo": a language or nationality starts no "X on Y" name;
+            # nor "(left) Dublin for Cork": one place left for another
         elif lo in ("of", "for") and j + 2 < e and lowers[j + 1] == "the" and caps[j + 2]:
             j += 2
         elif lo in ("'s", "’s", "'", "’") and j + 1 < e and caps[j + 1] and _possessive_name(eng, msg, k, j):
@@ -220,13 +222,19 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
     return None
 
 
+_LEFT: Final = frozenset({"left", "leave", "leaving", "quit"})
+
+
 def _strip_first(eng: English, msg: Message, start: int, end: int) -> bool:
-    """A leading word that is not part of the name: "The", "Hey" at a sentence start, "Painting" alone."""
+    """A leading word that is not part of the name: "The", "Hey" at a sentence start, "Painting" alone,
+    "Left" of chat's verb-first "Left Dublin for Cork"."""
     lo = msg.lowers[start]
     if lo in STOP_WORDS and not (lo in INTERJECTIONS and not msg.initial[start]):
         return True
     if not msg.initial[start]:
         return False
+    if lo in _LEFT:
+        return True
     if lo in INTERJECTIONS or (end - start == 1 and eng.is_common(lo)):
         return True
     # "Poor Pixel", "Enjoy CloudConf": a word that is no noun (or a judging adjective) opens the sentence

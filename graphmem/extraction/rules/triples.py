@@ -13,7 +13,7 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from . import clauses, copula, jobs, roles, values
+from . import clauses, copula, jobs, moves, roles, values
 from .arguments import SentenceView, make, objects, subject, subjects, to_do
 from .lexicon import RelationPattern
 from .resources import Resources
@@ -50,6 +50,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
             if _held_between(ctx, match.pattern, match.toks) is not None:
                 used.add(match.toks[0])  # the verb too: its own subject is not the one referred
             out += produced
+    out += moves.change_triples(res, ctx, used)
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)

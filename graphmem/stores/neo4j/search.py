@@ -93,10 +93,11 @@ def candidates(
 
 def candidates_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float], timed: Sequence[str] = (),
 ) -> Statements[Candidates]:
     """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until,
+                          timed=timed)
     if plan is None:
         return Candidates(round_trips=0, fact_states={})
     row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
@@ -105,7 +106,7 @@ def candidates_steps(
 
 def candidate_plan(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
-    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
+    dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float], timed: Sequence[str] = (),
 ) -> CandidatePlan | None:
     """The first candidates query (see :func:`candidates`), or ``None`` when nothing can match."""
     query_text = lucene_query(text) if text is not None else None
@@ -116,7 +117,7 @@ def candidate_plan(
     if k <= 0 or (vec is None and query_text is None):
         return None
     fp = Params("f")
-    params: dict[str, Any] = {"k": int(k), "vec": vec, "q": query_text}
+    params: dict[str, Any] = {"k": int(k), "vec": vec, "q": query_text, "timed": list(timed)}
     in_scope = scope_where(scope, "m", params)
     cond = in_scope
     if flt is not None:
@@ -235,8 +236,9 @@ def neighbourhood(
 
 def neighbourhood_steps(
     scope: Scope, query: GraphQuery, seed_memories: Sequence[str], flt: Filter | None, vec: list[float] | None,
+    timed: Sequence[str] = (),
 ) -> Statements[Subgraph]:
-    params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec}
+    params: dict[str, Any] = {"g_seeds": list(dict.fromkeys(seed_memories)), "vec": vec, "timed": list(timed)}
     cond = _memory_where(scope, flt, params)
     proj = graph_record_proj(vec is not None)
     body = q.neighbourhood_alone(scope, query, params, records_where=cond, record_proj=proj)
@@ -254,7 +256,7 @@ def records(
     """The memories among ``ids`` in scope passing ``flt``, unbuilt, with their cosine to ``vec``."""
     sub = Subgraph()
     if ids:
-        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids)), "vec": vec}
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids)), "vec": vec, "timed": []}
         query = q.records(_memory_where(scope, flt, params), graph_record_proj(vec is not None))
         add_records(sub, [rec["r"] for rec in (yield run(query, params))])
     return sub.records, sub.similarity
@@ -279,15 +281,17 @@ def query_vector(vector: Vector | None, dims: int | None) -> list[float] | None:
 def search(
     db: Db, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
     graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
+    timed: Sequence[str] = (),
 ) -> tuple[Candidates, Subgraph]:
     """See :func:`search_steps`."""
     return db.singles("search", search_steps(db.cfg, scope, flt, vector, text, k, graph_query, dims=dims,
-                                             indexes=indexes, big_until=big_until))
+                                             indexes=indexes, big_until=big_until, timed=timed))
 
 
 def search_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
     graph_query: GraphQuery, *, dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float],
+    timed: Sequence[str] = (),
 ) -> Statements[tuple[Candidates, Subgraph]]:
     """Candidates and neighbourhood in one Cypher query: one round trip.
 
@@ -298,9 +302,11 @@ def search_steps(
     The base class's two calls (candidates, then ``neighbourhood``) are the oracle this is
     tested against (``tests/test_search_parity.py``).
     """
-    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until)
+    plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until,
+                          timed=timed)
     if plan is None:  # no signal to rank by: the linked entities alone
-        sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims))
+        sub = yield from neighbourhood_steps(scope, graph_query, (), flt, query_vector(graph_query.vector, dims),
+                                             timed)
         return Candidates(round_trips=1, fact_states={}), sub
     vec: list[float] | None = plan.params["vec"] if plan.vector else None
     n = int(graph_query.seed_memories)
@@ -319,7 +325,7 @@ def search_steps(
         firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                             fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
         if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec)
+            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, timed)
             cands.round_trips += 1
             return cands, sub
     sub, recs = read_subgraph(row)

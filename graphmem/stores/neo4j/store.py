@@ -320,23 +320,24 @@ class Neo4jStore(Store):
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-        graph_query: GraphQuery | None,
+        graph_query: GraphQuery | None, timed: Sequence[str] = (),
     ) -> tuple[Candidates, Subgraph]:
         """Candidates and neighbourhood in one Cypher query (see :func:`.search.search`)."""
-        return self._db.perform(self.job_search(scope, flt, vector, text, k, graph_query))
+        return self._db.perform(self.job_search(scope, flt, vector, text, k, graph_query, timed))
 
     def job_search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,
-        graph_query: GraphQuery | None,
+        graph_query: GraphQuery | None, timed: Sequence[str] = (),
     ) -> Job[tuple[Candidates, Subgraph]]:
         def alone() -> Statements[tuple[Candidates, Subgraph]]:
             if graph_query is None:
                 cands = yield from search.candidates_steps(self._db.cfg, scope, flt, vector, text, k, dims=self._dims,
-                                                           indexes=self._indexes, big_until=self._big_until)
+                                                           indexes=self._indexes, big_until=self._big_until,
+                                                           timed=timed)
                 return cands, Subgraph()
             return (yield from search.search_steps(self._db.cfg, scope, flt, vector, text, k, graph_query,
                                                    dims=self._dims, indexes=self._indexes,
-                                                   big_until=self._big_until))
+                                                   big_until=self._big_until, timed=timed))
 
         return Job("alone", "search", alone)
 

@@ -148,10 +148,14 @@ def fact_states_of(fact_where: str, next_where: str) -> str:
 STATE_COLUMNS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _STATE_COLUMNS)
 # A memory's fact states ride along with its search row when a fact it supports was ever closed
 # (``closed_facts``, set in the transaction that closes it): most memories never are, and for them
-# the row costs one property read; the others need no second round trip.
+# the row costs one property read; the others need no second round trip. The facts of the relations
+# the question orders by time (``$timed``, see ``search/validity.by_time``) come with every row: for
+# a memory never flagged they are all open.
+_STATE_MAP: Final = "RETURN {" + ", ".join(f"{name}: {expr}" for name, expr in _STATE_COLUMNS) + "} } "
 _ROW_STATES: Final = (
     "CASE WHEN m.closed_facts THEN COLLECT { " + fact_states_of(same_scope("sr", "m"), same_scope("sn", "m"))
-    + "RETURN {" + ", ".join(f"{name}: {expr}" for name, expr in _STATE_COLUMNS) + "} } END"
+    + _STATE_MAP + "WHEN $timed <> [] THEN COLLECT { "
+    + fact_states_of(same_scope("sr", "m") + " AND sr.relation IN $timed", same_scope("sn", "m")) + _STATE_MAP + "END"
 )
 MEMORY_ROW: Final = ("[" + ", ".join(epoch_us(f"m.{f}") if f in MEMORY_TIMES else f"m.{f}" for f in MEMORY_FIELDS)
                      + ", " + _ROW_STATES + "]")

@@ -1,0 +1,116 @@
+"""Changes of employer and of home, said the way chat says them: "Left Dublin for Cork", "I left Google
+for Meta", "Quit Allegro last Friday", "I joined Revolut", "Started at Rakuten on Monday", "Accepted an
+offer from Allegro".
+
+No relation label is in these, yet they are how people tell that a job or a home changed, and a graph
+that misses them keeps the old employer or city as the current one. The object's type decides: a place
+is where the speaker now lives (``livesIn`` is functional, so the old home is closed by the planner);
+an organization is where they now work, and the one left behind ends (``worksFor`` is not functional,
+so its end is stated).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ...ontology.model import RelationInfo
+from ..schema import ExtractedTriple
+from .arguments import LEAD_INS, SentenceView, make, parsed_subject, speaker_is_person
+from .jobs import speaker_before, workplace
+from .resources import Resources
+from .state import Mention
+
+_LEAVE: Final = frozenset({"leave", "quit"})
+_LEAVE_FORMS: Final = {"left": "leave", "leave": "leave", "leaving": "leave", "quit": "quit", "quitting": "quit"}
+"""A sentence-initial "Left"/"Quit" is often parsed as an adjective or a noun: its lemma is not "leave"."""
+_START: Final = frozenset({"join", "start"})
+_OFFER: Final = frozenset({"offer", "job", "position", "role"})
+"""Nouns of "accepted an offer from <Org>", "took a job with <Org>"."""
+_NER_KINDS: Final = {"GPE": "place", "LOC": "place", "ORG": "org"}
+
+
+def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """Triples of "leave/quit <A> (for <B>)", "join <Org>", "start at <Org>", "an offer from <Org>"
+    outside ``used``, about the sentence's subject (the speaker in a verb-first chat sentence)."""
+    works, lives = workplace(res), res.ontology.relation_info("livesIn")
+    msg, e = ctx.sent.msg, ctx.sent.end
+    out: list[ExtractedTriple] = []
+    for k in range(ctx.sent.start, e - 1):
+        lemma = _LEAVE_FORMS.get(msg.lowers[k], msg.lemmas[k])
+        if k in used or lemma not in _LEAVE | _START | {"accept", "take", "get"}:
+            continue
+        if lemma in _LEAVE:
+            left = ctx.ment_start.get(k + 1)
+            if left is None:
+                continue
+            after = _after(ctx, left.end, ("for",))
+            new = [(after, False)] if after is not None else []
+            found = _pick(res, ctx, [(left, True), *new], lives, works, quit=lemma == "quit")
+        elif lemma == "start":
+            at = _after(ctx, k + 1, ("at", "with"))
+            found = _pick(res, ctx, [(at, False)] if at is not None else [], None, works, quit=False)
+        elif lemma == "join":
+            joined = ctx.ment_start.get(k + 1) or _after(ctx, k + 1, ("the",))
+            found = _pick(res, ctx, [(joined, False)] if joined is not None else [], None, works, quit=False)
+        else:  # "accepted an offer from <Org>", "took a job with <Org>", "got a position at <Org>"
+            j = k + 2 if msg.lowers[k + 1] in ("a", "an", "the") else k + 1
+            if j >= e - 1 or msg.lemmas[j] not in _OFFER:
+                continue
+            org = _after(ctx, j + 1, ("from", "with", "at"))
+            found = _pick(res, ctx, [(org, False)] if org is not None else [], None, works, quit=False)
+        if not found:
+            continue
+        who = parsed_subject(ctx, k) or _verb_first(ctx, k) or speaker_before(ctx, k)
+        if who is None:
+            continue
+        for rel, key, ended in found:
+            triple = make(res, ctx, who, rel, key, ended=ended)
+            if triple is not None:
+                out.append(triple)
+    return out
+
+
+def _verb_first(ctx: SentenceView, k: int) -> str | None:
+    """The speaker, in a person's turn whose sentence starts with the verb at ``k``, or with another
+    such verb and its object ("Quit Roche and joined Novartis": chat drops the "I")."""
+    msg = ctx.sent.msg
+    first = next((j for j in range(ctx.sent.start, k + 1) if msg.lowers[j] not in LEAD_INS), None)
+    if first is None or not speaker_is_person(ctx):
+        return None
+    if first == k:
+        return ctx.speaker
+    verb = _LEAVE_FORMS.get(msg.lowers[first], msg.lemmas[first]) in _LEAVE | _START
+    between = all(msg.lowers[j] in ("and", ",") or ctx.inside[j - ctx.sent.start] for j in range(first + 1, k))
+    return ctx.speaker if verb and between else None
+
+
+def _after(ctx: SentenceView, j: int, words: tuple[str, ...]) -> Mention | None:
+    """The mention after one of ``words`` at ``j`` ("for Cork", "at the Allegro office": none)."""
+    msg = ctx.sent.msg
+    if j >= ctx.sent.end - 1 or msg.lowers[j] not in words:
+        return None
+    return ctx.ment_start.get(j + 2 if msg.lowers[j + 1] == "the" else j + 1)
+
+
+def _pick(res: Resources, ctx: SentenceView, mentions: list[tuple[Mention, bool]], lives: RelationInfo | None,
+          works: RelationInfo | None, *, quit: bool) -> list[tuple[RelationInfo, str, bool]]:
+    """(relation, entity key, ended) for each mention (``True``: the one left): beside a place, a home
+    (only the new one is stated: the planner closes the old); else a job, when a name is an
+    organization, after "quit", or when nothing is left ("joined Revolut")."""
+    lex, doc = res.lexicon, ctx.sent.msg.doc
+    kinds = []
+    for m, _ in mentions:
+        ent = ctx.state.entities.get(m.key)
+        typed = ent.type if ent is not None else None
+        if typed is None:  # not typed yet: the parser's entity label ("Cork": GPE)
+            label = doc[m.start].ent_type_ if doc is not None else ""
+            kinds.append(_NER_KINDS.get(label))
+            continue
+        place = lives is not None and lex.compatible(typed, lives.range)
+        org = works is not None and lex.compatible(typed, works.range)
+        kinds.append("place" if place and not org else "org" if org and not place else None)
+    if lives is not None and "place" in kinds and "org" not in kinds:  # "left A for B": B is what A is
+        return [(lives, m.key, False) for m, was in mentions if not was]
+    if works is None or "place" in kinds or not (quit or "org" in kinds or not any(was for _, was in mentions)):
+        return []
+    return [(works, m.key, was) for m, was in mentions]
