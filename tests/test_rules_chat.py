@@ -183,6 +183,11 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
      {("Ines", "livesIn", "Dublin"), ("Ines", "livesIn", "Cork")}),
     ("Ines: I work at Initech.\nInes: I left Initech for Globex last spring.",
      {("Ines", "worksFor", "Initech"), ("Ines", "worksFor", "Globex")}),
+    ("Ines: Quit Equinor. Aker BP made me head of analytics.",
+     {("Ines", "worksFor", "Equinor"), ("Ines", "worksFor", "Aker BP"), ("Ines", "jobTitle", "head of analytics")}),
+    ("Ines: Big news. My new title: staff engineer at Adyen.",
+     {("Ines", "worksFor", "Adyen"), ("Ines", "jobTitle", "staff engineer")}),
+    ("Ines: My boss made me angry.", set()),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

@@ -146,23 +146,38 @@ def search_steps(
     needed = 2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k)
     ranked: list[tuple[float, Any]] = []
     floor: list[float] = []  # min-heap of the best `needed` decayed scores
+
+    def admit(mid: str, fused: float) -> float | None:
+        rec = records[mid]
+        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now) and not req.show_expired:
+            return None
+        if req.as_of is not None and min(rec.created_at, rec.event_time or rec.created_at) > req.as_of:
+            return None
+        uses = 0 if pending_uses is None or req.as_of is not None else rec.access_count + pending_uses(mid)
+        factor = decay_factor(rec, req.as_of or now, cfg.decay, uses)
+        ranked.append((fused * factor, (mid, fused, rec, factor)))
+        return fused * factor
+
     fusion = Fusion(signals, cfg)
     for mid, fused in fusion.ranked():
         if len(floor) >= needed and fused < floor[0]:
             break
-        rec = records[mid]
-        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now) and not req.show_expired:
+        score = admit(mid, fused)
+        if score is None:
             continue
-        if req.as_of is not None and min(rec.created_at, rec.event_time or rec.created_at) > req.as_of:
-            continue
-        uses = 0 if pending_uses is None or req.as_of is not None else rec.access_count + pending_uses(mid)
-        factor = decay_factor(rec, req.as_of or now, cfg.decay, uses)
-        score = fused * factor
-        ranked.append((score, (mid, fused, rec, factor)))
         if len(floor) < needed:
             heapq.heappush(floor, score)
         else:
             heapq.heappushpop(floor, score)
+    if timed and sub.linked:  # the memories stating an asked relation of a linked entity, however they scored
+        linked, seen = set(sub.linked.values()), {item[0] for _, item in ranked}
+        stating = {mid for fact in sub.relations if fact.relation in timed
+                   and (fact.source_id in linked or fact.target_id in linked) for mid in fact.memory_ids}
+        if stating - seen:
+            fused_of = dict(fusion.ranked())
+            for mid in sorted(stating - seen):
+                if mid in records:
+                    admit(mid, fused_of.get(mid, 0.0))
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}

@@ -79,8 +79,9 @@ def subject(ctx: SentenceView, first: int) -> str | None:
     k = first - 1
     # Apposition: "Dow Jones & Company, a division of News Corp".
     d = k - 1 if k >= start and msg.lowers[k] in ("a", "an", "the") else k
-    if d >= start and msg.lowers[d] == "," and (m := ctx.ment_end.get(d)) is not None:
-        return m.key
+    if d >= start and msg.lowers[d] == "," and (m := ctx.ment_end.get(d)) is not None \
+            and not (m.start > start and msg.lowers[m.start - 1] in PREPOSITIONS):
+        return m.key  # not "a developer at Alibaba, living in Hangzhou": Alibaba is the object of "at"
     while k >= start:
         m = ctx.ment_end.get(k + 1)
         if m is not None:

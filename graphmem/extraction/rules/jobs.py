@@ -15,7 +15,16 @@ from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from .arguments import LEAD_INS, SentenceView, appositive_of, is_job_word, make, speaker_is_person, subject
+from .arguments import (
+    LEAD_INS,
+    SentenceView,
+    appositive_of,
+    is_job_word,
+    make,
+    parsed_subject,
+    speaker_is_person,
+    subject,
+)
 from .resources import Resources
 from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, PREPOSITIONS
 
@@ -23,6 +32,8 @@ _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s", "was", "are"
 _ARTICLES: Final = frozenset({"a", "an"})
 _PAST_ROLE: Final = frozenset({"after", "before", "previously", "formerly", "used", "ex"})
 _EMPLOYER_GAP: Final = 6
+_MADE: Final = frozenset({"make", "appoint", "name"})
+_TITLE_LABELS: Final = frozenset({"role", "title", "job", "position"})
 _STUDENTS: Final = frozenset({"student", "students", "pupil", "undergrad", "undergraduate", "postgrad"})
 """Words allowed between a title and "at <Org>" ("a nurse, night shifts mostly, at the Royal Infirmary")."""
 
@@ -38,9 +49,13 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         lo = msg.lowers[k]
         named = appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
         promoted = lo == "to" and k > ctx.sent.start and msg.lemmas[k - 1] in ("promote", "promotion")
-        if k in used or not (named or lo in _COPULA or lo == "as" or promoted):
+        # "Aker BP made me head of analytics": the employer made the speaker a title; "New role: DevOps
+        # engineer": a title after its label
+        made = k > ctx.sent.start and speaker_is_person(ctx) and (
+            (lo == "me" and msg.lemmas[k - 1] in _MADE) or (lo == ":" and msg.lowers[k - 1] in _TITLE_LABELS))
+        if k in used or not (named or lo in _COPULA or lo == "as" or promoted or made):
             continue
-        if promoted:
+        if promoted or made:
             lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
         while k + 2 < e and msg.lowers[k + 1] in ("now", "still", "currently", "also"):
             k += 1  # "I'm now support team lead"
@@ -59,10 +74,12 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
-        who = named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
-        if who is None:
+        who = ctx.speaker if made else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
+        if who is None or (made and not job_word):
             continue
         org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
+        if org is None and made and msg.lowers[k] == "me":
+            org = parsed_subject(ctx, k - 1)
         # a student at a university studies there ("a PhD student at Kyoto University")
         at = (res.ontology.relation_info("studiedAt") or works) if msg.lowers[last - 1] in _STUDENTS else works
         employed = make(res, ctx, who, at, org) if org is not None else None

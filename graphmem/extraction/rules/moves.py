@@ -31,8 +31,11 @@ _NER_KINDS: Final = {"GPE": "place", "LOC": "place", "ORG": "org"}
 
 def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """Triples of "leave/quit <A> (for <B>)", "join <Org>", "start at <Org>", "an offer from <Org>"
-    outside ``used``, about the sentence's subject (the speaker in a verb-first chat sentence)."""
+    outside ``used``, in a person's turn, about the sentence's subject (the speaker in a verb-first
+    sentence)."""
     works, lives = workplace(res), res.ontology.relation_info("livesIn")
+    if not speaker_is_person(ctx):
+        return []  # chat's idioms; a document's "joined the Navy" is no job
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
