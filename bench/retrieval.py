@@ -231,6 +231,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unavailable: set[str] = set()
     ingest_s: float | None = 0.0
     memories = docs = queries = 0
+    per_query = open(args.per_query, "w", encoding="utf-8") if args.per_query else None  # noqa: SIM115
     try:
         for coll in colls:
             t0 = time.perf_counter()
@@ -280,12 +281,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         results = out["results"]
                     lat[mode].append(ms)
                     ranked = ranked_keys(results, doc_group, level)
+                    if per_query is not None:
+                        per_query.write(json.dumps({"collection": coll["id"], "query": q.get("id"), "mode": mode,
+                                                    "category": q.get("category"), "text": q["text"],
+                                                    "gold": sorted(gold), "ranked": ranked[:max(ks)]}) + "\n")
                     for k in ks:
                         r = len(gold & set(ranked[:k])) / len(gold)
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
     finally:
         mem.close()
+        if per_query is not None:
+            per_query.close()
         if not args.home:
             shutil.rmtree(home, ignore_errors=True)
     recall: dict[str, Any] = {}
@@ -360,6 +367,8 @@ def main() -> int:
                    help="SQLite: rank every tenant's int8 vectors first, re-scoring only 2 rows per candidate "
                         "(stricter than the default, which keeps tenants under 8,192 rows exact)")
     p.add_argument("--out", default=None)
+    p.add_argument("--per-query", default=None, metavar="JSONL",
+                   help="also write each query's ranked documents, to compare two runs query by query")
     args = p.parse_args()
     if args.int8_everywhere:
         import numkong

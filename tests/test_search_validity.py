@@ -139,7 +139,9 @@ def test_the_relations_a_question_names() -> None:
     assert names("who does she work for?") == {"worksFor", "employs"} == names("who employs Chloé?")
     assert names("what company employs Priya?") == {"worksFor", "employs"}  # the answer is no person
     assert "worksFor" in names("where did Priya work in 2021?")  # no relation of a place: all that fit
-    assert names("what's Hannah's role?") == {"jobTitle"}
+    assert names("what's Hannah's role?") == {"jobTitle"} == names("what does Kwame do for a living?")
+    assert "worksFor" not in names("What places has Joanna submitted her work to?")  # a noun, not "works for"
+    assert names("What did Nate start making?") == set()  # no start date: the question asks for no time
     assert names("what is Maya allergic to?") == {"allergicTo"}
 
 
@@ -229,3 +231,15 @@ def test_a_question_about_the_past_reads_the_value_of_then(mem: Memory, uid: str
     assert out[0]["id"] == lisbon and "past" in out[0]["score_details"]
     assert mem.search("Where did Maya live in 2022?", user_id=uid)["results"][0]["id"] == porto
     assert mem.search("Where does Maya live?", user_id=uid)["results"][0]["id"] == oslo
+
+
+def test_a_statement_of_the_asked_relation_joins_the_ranking_however_it_scored(mem: Memory, uid: str) -> None:
+    """The graph reaches Maya's ``livesIn`` fact from her name: the memory stating it is ranked even
+    though every other memory shares more words with the question."""
+    for n in range(8):
+        mem.add(f"Does Maya live near the sea, Maya wonders, number {n}", user_id=uid, infer=False,
+                timestamp="2024-01-10T09:00:00Z")
+    porto = mem.add("Porto it is!", user_id=uid, infer=False, timestamp="2024-06-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "livesIn", "target": "Porto", "source_type": "Person"}])["results"][0]["id"]
+    out = mem.search("where does Maya live now?", user_id=uid, top_k=2, explain=True)["results"]
+    assert out[0]["id"] == porto and "newest_first" in out[0]["score_details"]

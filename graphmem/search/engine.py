@@ -169,7 +169,8 @@ def search_steps(
             heapq.heappush(floor, score)
         else:
             heapq.heappushpop(floor, score)
-    if timed and sub.linked:  # the memories stating an asked relation of a linked entity, however they scored
+    stating: set[str] = set()  # the memories stating an asked relation of a linked entity, however they scored
+    if timed and sub.linked:
         linked, seen = set(sub.linked.values()), {item[0] for _, item in ranked}
         stating = {mid for fact in sub.relations if fact.relation in timed
                    and (fact.source_id in linked or fact.target_id in linked) for mid in fact.memory_ids}
@@ -192,7 +193,7 @@ def search_steps(
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if req.as_of is None and not past:
             moved = demote(ranked, replaced) if replaced else {}
-        in_time = by_time(ranked, req.text, timed, ontology, states, past=past)
+        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=frozenset(stating))
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]

@@ -11,9 +11,11 @@ about the past (``as_of``, or :func:`asks_about_past`), a superseded memory's sc
 Every superseded hit says so (``superseded_by``, the closed fact's ``valid_from``/``valid_to``),
 whether it was moved or not.
 
-Memories without facts (``infer=False``, or what extraction missed) *conflict* when they state the
-same functional relation the question asks about, of the same person, said on different days:
-:func:`newest_first` puts the later first in a question about the present.
+Statements of a relation whose values follow one another (functional, or ``gm:oneAtATime``) are put
+in the order the question asks for by :func:`by_time`: the latest first about the present, the value
+of then about the past ("before Porto", "in 2021"). A memory states the relation by a fact it
+supports or by its label's words, so memories without facts (``infer=False``, or what extraction
+missed) take part too.
 """
 
 from __future__ import annotations
@@ -111,14 +113,8 @@ def _words(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z]+", text.casefold())}
 
 
-@functools.lru_cache(maxsize=8)
-def _label_words(ontology: Ontology) -> dict[str, tuple[frozenset[str], ...]]:
-    """Each relation's labels as sets of stemmed content words, once per ontology (search reads
-    them on every question about the present)."""
-    return {iri: tuple(label.content for label in labels) for iri, labels in _labels(ontology).items()}
-
-
 _PARTICLES: Final = frozenset({"in", "at", "to", "for", "of", "on", "by", "with", "from", "as"})
+_DETERMINERS: Final = frozenset({"a", "an", "the", "my", "your", "his", "her", "its", "our", "their"})
 
 
 @dataclass(frozen=True)
@@ -133,6 +129,7 @@ class _Label:
 
 @functools.lru_cache(maxsize=8)
 def _labels(ontology: Ontology) -> dict[str, tuple[_Label, ...]]:
+    """Each relation's labels and altLabels, once per ontology (search reads them on every question)."""
     out: dict[str, tuple[_Label, ...]] = {}
     for iri, info in ontology.relations.items():
         labels = []
@@ -148,7 +145,7 @@ def _labels(ontology: Ontology) -> dict[str, tuple[_Label, ...]]:
 
 def _says(words: set[str], iri: str, ontology: Ontology) -> bool:
     """Whether the words hold every content word of one of the relation's labels."""
-    return any(content <= words for content in _label_words(ontology).get(iri, ()))
+    return any(label.content <= words for label in _labels(ontology).get(iri, ()))
 
 
 _ANSWER_KIND: Final = (
@@ -195,12 +192,13 @@ def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
     in it, inflection aside ("where does she live?" names ``livesIn``, "lives in"), its values are
     the kind the question asks for (a time, a number, else anything but those: :func:`_asked_kind`),
     the range fits what the question's opening asks for ("where": a place; "who": a person or an
-    organization), and
-    of those, the best named: the most label words, its particles too ("who does she work for?":
+    organization), and of those, the best named: the most label words, its particles too ("who does she work for?":
     ``worksFor``, not ``colleagueOf``'s "works with"), its tense ("lived in" is weaker in a question
     about the present)."""
     raw = re.findall(r"[a-z]+", question.casefold())
     words = {_stem(w) for w in raw}
+    # "her work", "a living room": nouns, not the verbs of "works for", "lives in"
+    verbs = {_stem(w) for n, w in enumerate(raw) if n == 0 or raw[n - 1] not in _DETERMINERS}
     past = {_stem(w) for w in raw if w.endswith("ed")}
     best: dict[str, tuple[int, int, int]] = {}
     value = _asked_kind(question)
@@ -208,7 +206,7 @@ def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
         if _value_kind(ontology.relations[iri].range) != value:
             continue
         for label in labels:
-            if label.content <= words:
+            if label.content <= (verbs if label.particles and len(label.content) == 1 else words):
                 rank = (len(label.content), len(label.particles & set(raw)), -len(label.past - past))
                 best[iri] = max(best.get(iri, rank), rank)
     kinds = _answer_classes(question, ontology)
@@ -313,13 +311,16 @@ def _anchor_time(question: str, records: list[MemoryRecord], dated: bool) -> dat
 
 
 def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
-            ontology: Callable[[], Ontology], states: dict[str, FactStates], *, past: bool) -> dict[str, float]:
+            ontology: Callable[[], Ontology], states: dict[str, FactStates], *, past: bool,
+            about: frozenset[str] = frozenset()) -> dict[str, float]:
     """Statements of one relation said at different times, in the order the question asks for.
 
     ``relations``: :func:`timed_relations` of the question. A ranked memory *states* one of them
     when it supports a fact of it (``states``) or its text holds the words of one of its labels
     ("We moved to Porto", ``livesIn``), so memories without facts (``infer=False``) take part too.
-    When the question names someone whom ranked memories name or who said them, only theirs count.
+    When the question names someone whom ranked memories name or who said them, only theirs count,
+    and those ``about`` them: memories supporting a fact of the relations whose subject or object
+    the graph linked in the question.
     Those statements, said at least :data:`RESTATED_GAP` apart, go to the top:
 
     - about the present, newest first ("where does she live?": the latest move);
@@ -342,7 +343,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     for n, (_, item) in enumerate(ranked):
         rec = item[2]
         when = _said(rec, dated)
-        if when is None or (named and not any(_by_or_naming(rec, name) for name in named)):
+        if when is None or (named and item[0] not in about and not any(_by_or_naming(rec, name) for name in named)):
             continue
         state = states.get(item[0])
         facts = {*state.open, *state.ended, *(old.relation for old, _ in state.superseded)} if state else set()
