@@ -452,3 +452,25 @@ def by_example(res: Resources, word: str) -> list[RelationInfo]:
     name = res.clauses.examples.get(word)
     rel = res.clauses.only_relation.get(name) if name is not None else None
     return [rel] if rel is not None else []
+
+
+def workplace(res: Resources) -> RelationInfo | None:
+    """The relation of a person to where they work: ``worksFor``, else the one the ontology spells "works at"
+    ("works at clinic")."""
+    found = res.ontology.relation_info("worksFor")
+    if found is None:
+        found = next((r for r in res.clauses.lookup(("work", "at"), False) if r.kind == "object"), None)
+    return found
+
+
+def speaker_before(ctx: SentenceView, k: int) -> str | None:
+    """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
+    with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
+    if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
+        return ctx.speaker
+    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in LEAD_INS), None)
+    if first is not None and doc is not None and doc[first].pos_ in ("VERB", "AUX") and speaker_is_person(ctx) \
+            and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(ctx.sent.start, k)):
+        return ctx.speaker  # a person's turn, not a document's ("Served as a senator ...")
+    return None

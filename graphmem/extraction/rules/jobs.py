@@ -13,20 +13,20 @@ from typing import Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from .arguments import (
-    LEAD_INS,
     SentenceView,
     appositive_of,
     is_job_word,
     make,
     parsed_subject,
+    speaker_before,
     speaker_is_person,
     subject,
+    workplace,
 )
 from .resources import Resources
-from .words import CONJUNCTIONS, FIRST_PERSON, JOB_ACRONYMS, PREPOSITIONS
+from .words import CONJUNCTIONS, JOB_ACRONYMS, PREPOSITIONS
 
 _COPULA: Final = frozenset({"'m", "’m", "am", "is", "'s", "’s", "was", "are", "'re"})
 _ARTICLES: Final = frozenset({"a", "an"})
@@ -125,15 +125,6 @@ def _of_field(ctx: SentenceView, end: int) -> int:
     return j if j > end + 1 else end
 
 
-def workplace(res: Resources) -> RelationInfo | None:
-    """The relation of a person to where they work: ``worksFor``, else the one the ontology spells "works at"
-    ("works at clinic")."""
-    found = res.ontology.relation_info("worksFor")
-    if found is None:
-        found = next((r for r in res.clauses.lookup(("work", "at"), False) if r.kind == "object"), None)
-    return found
-
-
 def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
     """The organization of "at/for/with <Org>" at ``k``, or up to ``gap`` words later (no verb between
     is checked, only that no "and"/"but" clause starts)."""
@@ -146,17 +137,4 @@ def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
             at = j + 2 if msg.lowers[j + 1] == "the" else j + 1
             m = ctx.ment_start.get(at)
             return m.key if m is not None else None
-    return None
-
-
-def speaker_before(ctx: SentenceView, k: int) -> str | None:
-    """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
-    with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""
-    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
-    if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
-        return ctx.speaker
-    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in LEAD_INS), None)
-    if first is not None and doc is not None and doc[first].pos_ in ("VERB", "AUX") and speaker_is_person(ctx) \
-            and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(ctx.sent.start, k)):
-        return ctx.speaker  # a person's turn, not a document's ("Served as a senator ...")
     return None

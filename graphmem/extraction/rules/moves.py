@@ -15,8 +15,15 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
-from .arguments import LEAD_INS, SentenceView, make, parsed_subject, speaker_is_person
-from .jobs import speaker_before, workplace
+from .arguments import (
+    LEAD_INS,
+    SentenceView,
+    make,
+    parsed_subject,
+    speaker_before,
+    speaker_is_person,
+    workplace,
+)
 from .resources import Resources
 from .state import Mention
 
