@@ -24,7 +24,7 @@ from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
-from .validity import Superseded, asks_about_past, by_time, demote, superseded, timed_relations
+from .validity import Superseded, asks_about_past, by_time, demote, stating, superseded, timed_relations
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -169,16 +169,12 @@ def search_steps(
             heapq.heappush(floor, score)
         else:
             heapq.heappushpop(floor, score)
-    stating: set[str] = set()  # the memories stating an asked relation of a linked entity, however they scored
-    if timed and sub.linked:
-        linked, seen = set(sub.linked.values()), {item[0] for _, item in ranked}
-        stating = {mid for fact in sub.relations if fact.relation in timed
-                   and (fact.source_id in linked or fact.target_id in linked) for mid in fact.memory_ids}
-        if stating - seen:
-            fused_of = dict(fusion.ranked())
-            for mid in sorted(stating - seen):
-                if mid in records:
-                    admit(mid, fused_of.get(mid, 0.0))
+    about = stating(sub, timed)
+    missing = about - {item[0] for _, item in ranked}
+    if missing:  # a statement of the asked relation is ranked however it scored
+        fused_of = dict(fusion.ranked())
+        for mid in sorted(m for m in missing if m in records):
+            admit(mid, fused_of.get(mid, 0.0))
     ranked.sort(key=lambda item: (-item[0], item[1][0]))
     replaced: dict[str, Superseded] = {}
     moved: dict[str, float] = {}
@@ -193,7 +189,7 @@ def search_steps(
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if req.as_of is None and not past:
             moved = demote(ranked, replaced) if replaced else {}
-        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=frozenset(stating))
+        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=about)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]

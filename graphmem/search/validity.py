@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from ..models import Relation
     from ..ontology import Ontology
-    from ..stores.base import FactStates
+    from ..stores.base import FactStates, Subgraph
 
 SUPERSEDED: Final = 0.5
 """Score factor of a superseded memory in a question about the present (``bench/updates.py``)."""
@@ -256,6 +256,16 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
     the latest is what "who does she work for?" asks)."""
     return frozenset(iri for iri in asked_relations(question, ontology)
                      if (info := ontology.relations.get(iri)) is not None and (info.functional or info.one_at_a_time))
+
+
+def stating(sub: Subgraph, relations: frozenset[str]) -> frozenset[str]:
+    """The memories supporting a fact of ``relations`` whose subject or object the question linked
+    ("where does Maya live?": those of Maya's ``livesIn`` facts in the neighbourhood the store read)."""
+    linked = set(sub.linked.values())
+    if not relations or not linked:
+        return frozenset()
+    return frozenset(mid for fact in sub.relations if fact.relation in relations
+                     and (fact.source_id in linked or fact.target_id in linked) for mid in fact.memory_ids)
 
 
 _MONTHS: Final = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
