@@ -188,6 +188,9 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Big news. My new title: staff engineer at Adyen.",
      {("Ines", "worksFor", "Adyen"), ("Ines", "jobTitle", "staff engineer")}),
     ("Ines: My boss made me angry.", set()),
+    ("Ines: I work at Zalando and I live in Berlin.\nInes: Left Berlin for Munich and Zalando for Siemens.",
+     {("Ines", "worksFor", "Zalando"), ("Ines", "livesIn", "Berlin"), ("Ines", "livesIn", "Munich"),
+      ("Ines", "worksFor", "Siemens")}),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

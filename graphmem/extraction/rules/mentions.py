@@ -168,9 +168,9 @@ def _name_last(eng: English, msg: Message, k: int, s: int, e: int) -> int:
             last = j
             j += 1
         elif _joins(msg, j, e) and not (last == k and lowers[k] in DEMONYMS and lo.isalpha()) \
-                and not (lo == "for" and _LEFT & {lowers[k], lowers[k - 1] if k > s else ""}):
+                and not (lo == "for" and any(lowers[i] in _LEFT for i in range(max(s, k - 6), k + 1))):
             j += 1  # not "Japanese on Duolingo": a language or nationality starts no "X on Y" name;
-            # nor "(left) Dublin for Cork": one place left for another
+            # nor "(left) Dublin for Cork (and Zalando for Siemens)": one left for another
         elif lo in ("of", "for") and j + 2 < e and lowers[j + 1] == "the" and caps[j + 2]:
             j += 2
         elif lo in ("'s", "’s", "'", "’") and j + 1 < e and caps[j + 1] and _possessive_name(eng, msg, k, j):

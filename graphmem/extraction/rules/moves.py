@@ -56,6 +56,11 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             after = _after(ctx, left.end, ("for",))
             new = [(after, False)] if after is not None else []
             found = _pick(res, ctx, [(left, True), *new], lives, works, quit=lemma == "quit")
+            # "Left Berlin for Munich and Zalando for Siemens": the verb's second pair
+            then = ctx.ment_start.get(after.end + 1) if after is not None and after.end < e - 1 \
+                and msg.lowers[after.end] == "and" else None
+            if then is not None and (later := _after(ctx, then.end, ("for",))) is not None:
+                found += _pick(res, ctx, [(then, True), (later, False)], lives, works, quit=False)
         elif lemma == "start":
             at = _after(ctx, k + 1, ("at", "with"))
             found = _pick(res, ctx, [(at, False)] if at is not None else [], None, works, quit=False)
