@@ -19,6 +19,7 @@ from .words import (
     EVALUATIVE,
     INTERJECTIONS,
     JOB_ACRONYMS,
+    LEAVE_FORMS,
     LEGAL_SUFFIXES,
     MONTHS,
     NAME_CONNECTORS,
@@ -168,7 +169,7 @@ def _name_last(eng: English, msg: Message, k: int, s: int, e: int) -> int:
             last = j
             j += 1
         elif _joins(msg, j, e) and not (last == k and lowers[k] in DEMONYMS and lo.isalpha()) \
-                and not (lo == "for" and any(lowers[i] in _LEFT for i in range(max(s, k - 6), k + 1))):
+                and not (lo == "for" and any(lowers[i] in LEAVE_FORMS for i in range(max(s, k - 6), k + 1))):
             j += 1  # not "Japanese on Duolingo": a language or nationality starts no "X on Y" name;
             # nor "(left) Dublin for Cork (and Zalando for Siemens)": one left for another
         elif lo in ("of", "for") and j + 2 < e and lowers[j + 1] == "the" and caps[j + 2]:
@@ -222,9 +223,6 @@ def _name_candidate(eng: English, msg: Message, k: int, last: int, e: int) -> Ca
     return None
 
 
-_LEFT: Final = frozenset({"left", "leave", "leaving", "quit"})
-
-
 def _strip_first(eng: English, msg: Message, start: int, end: int) -> bool:
     """A leading word that is not part of the name: "The", "Hey" at a sentence start, "Painting" alone,
     "Left" of chat's verb-first "Left Dublin for Cork"."""
@@ -233,7 +231,7 @@ def _strip_first(eng: English, msg: Message, start: int, end: int) -> bool:
         return True
     if not msg.initial[start]:
         return False
-    if lo in _LEFT:
+    if lo in LEAVE_FORMS:
         return True
     if lo in INTERJECTIONS or (end - start == 1 and eng.is_common(lo)):
         return True

@@ -26,14 +26,12 @@ from .arguments import (
 )
 from .resources import Resources
 from .state import Mention
+from .words import LEAVE_FORMS
 
 _LEAVE: Final = frozenset({"leave", "quit"})
-_LEAVE_FORMS: Final = {"left": "leave", "leave": "leave", "leaving": "leave", "quit": "quit", "quitting": "quit"}
-"""A sentence-initial "Left"/"Quit" is often parsed as an adjective or a noun: its lemma is not "leave"."""
 _START: Final = frozenset({"join", "start"})
 _OFFER: Final = frozenset({"offer", "job", "position", "role"})
 """Nouns of "accepted an offer from <Org>", "took a job with <Org>"."""
-_NER_KINDS: Final = {"GPE": "place", "LOC": "place", "ORG": "org"}
 
 
 def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
@@ -46,7 +44,7 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
-        lemma = _LEAVE_FORMS.get(msg.lowers[k], msg.lemmas[k])
+        lemma = LEAVE_FORMS.get(msg.lowers[k], msg.lemmas[k])
         if k in used or lemma not in _LEAVE | _START | {"accept", "take", "get"}:
             continue
         if lemma in _LEAVE:
@@ -94,7 +92,7 @@ def _verb_first(ctx: SentenceView, k: int) -> str | None:
         return None
     if first == k:
         return ctx.speaker
-    verb = _LEAVE_FORMS.get(msg.lowers[first], msg.lemmas[first]) in _LEAVE | _START
+    verb = LEAVE_FORMS.get(msg.lowers[first], msg.lemmas[first]) in _LEAVE | _START
     between = all(msg.lowers[j] in ("and", ",") or ctx.inside[j - ctx.sent.start] for j in range(first + 1, k))
     return ctx.speaker if verb and between else None
 
@@ -112,14 +110,13 @@ def _pick(res: Resources, ctx: SentenceView, mentions: list[tuple[Mention, bool]
     """(relation, entity key, ended) for each mention (``True``: the one left): beside a place, a home
     (only the new one is stated: the planner closes the old); else a job, when a name is an
     organization, after "quit", or when nothing is left ("joined Revolut")."""
-    lex, doc = res.lexicon, ctx.sent.msg.doc
-    kinds = []
+    lex = res.lexicon
+    kinds: list[str | None] = []
     for m, _ in mentions:
         ent = ctx.state.entities.get(m.key)
         typed = ent.type if ent is not None else None
-        if typed is None:  # not typed yet: the parser's entity label ("Cork": GPE)
-            label = doc[m.start].ent_type_ if doc is not None else ""
-            kinds.append(_NER_KINDS.get(label))
+        if typed is None:  # a name nothing typed yet: "Dublin" of "left Dublin for Cork" may be either
+            kinds.append(None)
             continue
         place = lives is not None and lex.compatible(typed, lives.range)
         org = works is not None and lex.compatible(typed, works.range)

@@ -29,6 +29,9 @@ DETERMINERS: Final = frozenset({"the", "a", "an", "this", "that", "these", "thos
 POSSESSIVE_DETS: Final = frozenset({"my", "your", "his", "her", "its", "our", "their"})
 POSSESSIVE_MARKS: Final = frozenset({"'s", "’s", "'", "’"})
 FIRST_PERSON: Final = frozenset({"i", "me", "myself"})
+LEAVE_FORMS: Final = {"left": "leave", "leave": "leave", "leaving": "leave", "quit": "quit", "quitting": "quit"}
+"""Forms of leaving a place or a job; a sentence-initial "Left"/"Quit" is often parsed as an adjective or
+a noun, so its lemma is not "leave" (and a name must not start with it)."""
 OTHER_PRONOUNS: Final = frozenset({"he", "she", "it", "they", "we", "you", "him", "them", "us", "this", "that",
                                    "these", "those", "who", "which", "there", "here", "one", "someone",
                                    "everyone", "everybody", "somebody", "nobody", "anyone"})
