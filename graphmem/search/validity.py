@@ -330,8 +330,9 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     ("We moved to Porto", ``livesIn``), so memories without facts (``infer=False``) take part too.
     When the question names someone whom ranked memories name or who said them, only theirs count,
     and those ``about`` them: memories supporting a fact of the relations whose subject or object
-    the graph linked in the question.
-    Those statements, said at least :data:`RESTATED_GAP` apart, go to the top:
+    the graph linked in the question. When the ranked memories were said at least
+    :data:`RESTATED_GAP` apart (a document loaded in one go is left as ranked), those statements go
+    to the top:
 
     - about the present, newest first ("where does she live?": the latest move);
     - about the past, at a time ("in 2021", "in early 2022"): the last said by then first, then the
@@ -371,7 +372,8 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
         first = [n for n in newest if said[n] < anchor]
     else:
         return {}
-    order = first + [n for n in range(len(ranked)) if n not in set(first)]
+    lifted = set(first)
+    order = first + [n for n in range(len(ranked)) if n not in lifted]
     moved: dict[str, float] = {}
     old = list(ranked)
     for place, n in enumerate(order):
