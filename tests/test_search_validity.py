@@ -243,3 +243,17 @@ def test_a_statement_of_the_asked_relation_joins_the_ranking_however_it_scored(m
         {"source": "Maya", "relation": "livesIn", "target": "Porto", "source_type": "Person"}])["results"][0]["id"]
     out = mem.search("where does Maya live now?", user_id=uid, top_k=2, explain=True)["results"]
     assert out[0]["id"] == porto and "newest_first" in out[0]["score_details"]
+
+
+def test_a_reader_that_has_not_loaded_the_ontology_orders_the_same(mem: Memory, uid: str) -> None:
+    """A new ``Memory`` on a store with facts loads the ontology only once the store's answer shows
+    it is needed (on Neo4j the facts of the asked relations then take a read of their own)."""
+    from graphmem.embedding import HashingEmbedder
+
+    lisbon, porto = chat(mem, uid, ("2021-01-10T09:00:00Z", "I live in Lisbon and I love living in Lisbon."),
+                         ("2023-06-01T09:00:00Z", "We relocated to Porto last week."))
+    with Memory(mem.config, embedder=HashingEmbedder(384)) as reader:
+        assert reader._parts.built("ontology") is None
+        out = reader.search("where does Maya live now?", user_id=uid, explain=True)
+        assert [h["id"] for h in out["results"]][:2] == [porto, lisbon]
+        assert reader._parts.built("ontology") is not None

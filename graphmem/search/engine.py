@@ -24,7 +24,16 @@ from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
 from .fusion import Fusion
 from .graph import GraphResult, graph_candidates, graph_query
-from .validity import Superseded, asks_about_past, by_time, demote, stating, superseded, timed_relations
+from .validity import (
+    Superseded,
+    asks_about_past,
+    by_time,
+    demote,
+    said_apart,
+    stating,
+    superseded,
+    timed_relations,
+)
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -108,9 +117,11 @@ def search_steps(
     req: SearchRequest,
     reranker: Reranker | None = None,
     pending_uses: Callable[[str], int] | None = None,
+    loaded: Callable[[], Ontology | None] | None = None,
 ) -> Steps[dict[str, Any]]:
     """:func:`run_search` as steps (:mod:`graphmem.pipeline.steps`): the embedding and the store's
-    search are waited on, the graph scoring and the reranker are CPU work; ``AsyncMemory`` runs them."""
+    search are waited on, the graph scoring and the reranker are CPU work; ``AsyncMemory`` runs them.
+    ``loaded``: the ontology if it is already loaded, else ``None`` (``ontology`` loads it)."""
     from ..pipeline.steps import Call, Embed, Work
 
     vector = (yield Embed([req.text]))[0] if req.vector is None else req.vector
@@ -122,9 +133,12 @@ def search_steps(
     # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
     wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
     past = req.as_of is None and asks_about_past(req.text)
-    timed = timed_relations(req.text, ontology())  # the relations whose statements go in time order
+    # the relations whose statements go in time order, when the ontology is at hand (a store of text
+    # alone never needs it); else decided below, once the store's answer shows it is needed
+    known = ontology() if loaded is None else loaded()
+    timed = None if known is None else timed_relations(req.text, known)
     cands, sub = yield Call("search", (req.scope, flt, usable if "vector" in wanted else None,
-                                       req.text if "fulltext" in wanted else None, n, gq, sorted(timed)))
+                                       req.text if "fulltext" in wanted else None, n, gq, sorted(timed or ())))
     # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
@@ -169,6 +183,8 @@ def search_steps(
             heapq.heappush(floor, score)
         else:
             heapq.heappushpop(floor, score)
+    late = timed is None and bool(ranked) and (bool(sub.relations) or said_apart([i[2] for _, i in ranked]))
+    timed = timed_relations(req.text, ontology()) if late else timed or frozenset()
     about = stating(sub, timed)
     missing = about - {item[0] for _, item in ranked}
     if missing:  # a statement of the asked relation is ranked however it scored
@@ -181,8 +197,9 @@ def search_steps(
     in_time: dict[str, float] = {}
     reads = cands.round_trips
     if ranked:  # the current truth first (see search/validity.py), in a question about the present
-        if cands.fact_states is not None and (sub.fact_states is not None or not sub.records):
-            states = {**(sub.fact_states or {}), **cands.fact_states}  # read with the records
+        carried = cands.fact_states is not None and (sub.fact_states is not None or not sub.records)
+        if carried and not (late and timed):
+            states = {**(sub.fact_states or {}), **(cands.fact_states or {})}  # read with the records
         else:  # a read of its own
             states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
             reads += 1

@@ -250,6 +250,14 @@ def _dated(records: list[MemoryRecord]) -> bool:
     return any(r.event_time is not None and r.memory_type is not MemoryType.EPISODIC for r in records)
 
 
+def said_apart(records: list[MemoryRecord]) -> bool:
+    """Whether the memories were said at least :data:`RESTATED_GAP` apart: only then can one
+    statement be newer than another (a document loaded in one go states nothing later)."""
+    dated = _dated(records)
+    times = [t for t in (_said(r, dated) for r in records) if t is not None]
+    return len(times) > 1 and max(times) - min(times) >= RESTATED_GAP
+
+
 def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
     """The relations the question asks (:func:`asked_relations`) whose values follow one another
     in time: functional ones, and those marked ``gm:oneAtATime`` (a job: people may hold two, but
@@ -343,10 +351,9 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     ``ranked``: (score, (memory id, fused, record, factor)), changed in place (the scores stay where
     they were: a moved memory takes its new place's). Returns the score factor of each memory moved."""
     records = [item[2] for _, item in ranked]
-    dated = _dated(records)
-    times = [t for t in (_said(r, dated) for r in records) if t is not None]
-    if not relations or len(times) < 2 or max(times) - min(times) < RESTATED_GAP:
+    if not relations or not said_apart(records):
         return {}
+    dated = _dated(records)
     onto = ontology()
     named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
     named = {n for n in named if any(_by_or_naming(r, n) for r in records)}
