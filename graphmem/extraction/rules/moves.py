@@ -32,20 +32,22 @@ _LEAVE: Final = frozenset({"leave", "quit"})
 _START: Final = frozenset({"join", "start"})
 _OFFER: Final = frozenset({"offer", "job", "position", "role"})
 """Nouns of "accepted an offer from <Org>", "took a job with <Org>"."""
+_TAKE: Final = frozenset({"accept", "take", "get"})
+_VERBS: Final = _LEAVE | _START | _TAKE
 
 
 def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """Triples of "leave/quit <A> (for <B>)", "join <Org>", "start at <Org>", "an offer from <Org>"
     outside ``used``, in a person's turn, about the sentence's subject (the speaker in a verb-first
     sentence)."""
-    works, lives = workplace(res), res.ontology.relation_info("livesIn")
     if not speaker_is_person(ctx):
         return []  # chat's idioms; a document's "joined the Navy" is no job
+    works, lives = workplace(res), res.ontology.relation_info("livesIn")
     msg, e = ctx.sent.msg, ctx.sent.end
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
         lemma = LEAVE_FORMS.get(msg.lowers[k], msg.lemmas[k])
-        if k in used or lemma not in _LEAVE | _START | {"accept", "take", "get"}:
+        if k in used or lemma not in _VERBS:
             continue
         if lemma in _LEAVE:
             left = ctx.ment_start.get(k + 1)
