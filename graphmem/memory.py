@@ -627,7 +627,7 @@ class Memory:
         cfg = self.config.search
         tracked = cfg.decay.access and bool(cfg.decay.half_life_days)
         out = yield from search_steps(lambda: self.ontology, cfg, req, reranker, self._access.uses if tracked else None,
-                                      lambda: self._parts.built("ontology"))
+                                      lambda: self._parts.built("ontology"), lambda: self._parts.reader)
         if tracked and req.as_of is None:  # a look at the past is not a use
             self._access.record(scope, (r["id"] for r in out["results"]), utcnow())
             if self._access.due(cfg.decay.flush_every, cfg.decay.flush_seconds):

@@ -188,6 +188,10 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Big news. My new title: staff engineer at Adyen.",
      {("Ines", "worksFor", "Adyen"), ("Ines", "jobTitle", "staff engineer")}),
     ("Ines: My boss made me angry.", set()),
+    # a headline before the clause; a short field in capitals inside a title
+    ("Ines: Big move: started at Xero as ML team lead.", {("Ines", "worksFor", "Xero"),
+                                                         ("Ines", "jobTitle", "ML team lead")}),
+    ("Ines: Update: my new title is HR manager.", {("Ines", "jobTitle", "HR manager")}),
     ("Ines: I work at Zalando and I live in Berlin.\nInes: Left Berlin for Munich and Zalando for Siemens.",
      {("Ines", "worksFor", "Zalando"), ("Ines", "livesIn", "Berlin"), ("Ines", "livesIn", "Munich"),
       ("Ines", "worksFor", "Siemens")}),

@@ -145,6 +145,22 @@ def test_the_relations_a_question_names() -> None:
     assert names("what is Maya allergic to?") == {"allergicTo"}
 
 
+def test_a_question_that_names_no_relation_asks_the_one_its_answer_is() -> None:
+    """"What company is Yuki with now?" names no relation; a company that follows another is a job.
+    "Who ..." may ask about anyone, and a time or a number is no such value."""
+    from graphmem.ontology import Ontology
+    from graphmem.search.validity import timed_relations
+
+    onto = Ontology.load()
+
+    def names(question: str) -> set[str]:
+        return {iri.rsplit("#", 1)[-1] for iri in timed_relations(question, onto)}
+
+    assert names("What company is Yuki with now?") == {"worksFor"}
+    assert "livesIn" in names("Which city is Ana in these days?")
+    assert names("Who is Maya with now?") == set()
+
+
 def test_the_time_a_question_asks_about() -> None:
     from datetime import UTC, datetime
 
@@ -257,3 +273,23 @@ def test_a_reader_that_has_not_loaded_the_ontology_orders_the_same(mem: Memory, 
         out = reader.search("where does Maya live now?", user_id=uid, explain=True)
         assert [h["id"] for h in out["results"]][:2] == [porto, lisbon]
         assert reader._parts.built("ontology") is not None
+
+
+def test_a_memory_without_facts_is_read_for_what_it_states(mem: Memory, uid: str) -> None:
+    """``infer=False``: "Joined Initech as a designer." holds no word of ``worksFor``'s labels; search
+    reads the text for what it states (the rule extractor's reading, never stored), so the job change
+    goes first."""
+    acme, initech = chat(mem, uid, ("2021-01-10T09:00:00Z", "I work at Acme."),
+                         ("2022-05-10T09:00:00Z", "Big news: joined Initech as a designer."), infer=False)
+    out = mem.search("Who does Maya work for now?", user_id=uid, explain=True)["results"]
+    assert [h["id"] for h in out][:2] == [initech, acme] and "newest_first" in out[0]["score_details"]
+    assert mem.facts(user_id=uid)["results"] == []  # read, not written
+
+
+def test_a_statement_about_someone_else_is_not_the_asked_persons(mem: Memory, uid: str) -> None:
+    """"My partner Ole works at NTNU now" has the words of ``worksFor``, and its reading says whose job
+    it is: not Maya's, so her own earlier statement is not passed."""
+    acme, _ = chat(mem, uid, ("2021-01-10T09:00:00Z", "Joined Acme as an analyst."),
+                   ("2023-02-01T09:00:00Z", "My partner Ole works at NTNU now."), infer=False)
+    out = mem.search("Who does Maya work for?", user_id=uid, explain=True)["results"]
+    assert out[0]["id"] == acme

@@ -20,6 +20,7 @@ from ..stores.base import Store
 if TYPE_CHECKING:
     from ..chunking import Chunk
     from ..extraction import Extractor
+    from ..extraction.rules import StatementReader
     from ..ontology import Guard, Ontology
     from .graph import GraphPlanner
     from .steps import Engines
@@ -108,11 +109,28 @@ class Parts:
 
         return self._once("extractor", build)
 
+    @property
+    def reader(self) -> StatementReader:
+        """What search reads in a memory's text (:mod:`graphmem.extraction.rules.reading`): the rule
+        extractor's reading, whichever extractor writes."""
+        def build() -> StatementReader:
+            from ..extraction.rules import RuleExtractor, StatementReader
+
+            extractor = self.extractor
+            if not isinstance(extractor, RuleExtractor):
+                extractor = RuleExtractor(self.ontology, embedder=self.embedder if self.embedder.semantic else None)
+            return StatementReader(extractor)
+
+        return self._once("reader", build)
+
     def warm(self) -> None:
-        """Build every part and run the embedder and the extractor once (see :meth:`Memory.warm`)."""
+        """Build every part and run the embedder, the extractor and search's reader once (see
+        :meth:`Memory.warm`)."""
         self.planner  # noqa: B018 - builds the ontology and the guard too
         self.guard.warm()
         self.extractor.warm()
+        if self.reader.extractor is not self.extractor:
+            self.reader.warm()
         self.chunk(["user: warm"])
         self.embedder.embed(["warm"])
 

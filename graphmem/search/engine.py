@@ -33,10 +33,12 @@ from .validity import (
     stating,
     superseded,
     timed_relations,
+    to_read,
 )
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
+    from ..extraction.rules import StatementReader
     from ..ontology import Ontology
     from ..pipeline.steps import Steps
     from ..stores.base import Store, Vector
@@ -118,10 +120,14 @@ def search_steps(
     reranker: Reranker | None = None,
     pending_uses: Callable[[str], int] | None = None,
     loaded: Callable[[], Ontology | None] | None = None,
+    reader: Callable[[], StatementReader] | None = None,
 ) -> Steps[dict[str, Any]]:
     """:func:`run_search` as steps (:mod:`graphmem.pipeline.steps`): the embedding and the store's
-    search are waited on, the graph scoring and the reranker are CPU work; ``AsyncMemory`` runs them.
-    ``loaded``: the ontology if it is already loaded, else ``None`` (``ontology`` loads it)."""
+    search are waited on, the graph scoring, the reading of memories and the reranker are CPU work;
+    ``AsyncMemory`` runs them. ``loaded``: the ontology if it is already loaded, else ``None``
+    (``ontology`` loads it). ``reader``: what a memory's text states, for the memories without facts
+    of a relation the question asks in time order (:func:`~.validity.by_time`); without it, their
+    label words alone tell."""
     from ..pipeline.steps import Call, Embed, Work
 
     vector = (yield Embed([req.text]))[0] if req.vector is None else req.vector
@@ -206,7 +212,12 @@ def search_steps(
         replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
         if req.as_of is None and not past:
             moved = demote(ranked, replaced) if replaced else {}
-        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=about)
+        readings = {}
+        unread = to_read(ranked, timed, states) if reader is not None else []
+        if unread and reader is not None:
+            read = reader()
+            readings = yield Work(lambda: {rec.id: read(rec.memory, rec.actor_id) for rec in unread})
+        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=about, readings=readings)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:
         head = ranked[: cfg.rerank.top_n]

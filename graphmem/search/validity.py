@@ -29,11 +29,14 @@ from typing import TYPE_CHECKING, Any, Final
 from ..models import MemoryRecord, MemoryType, iso
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from ..models import Relation
     from ..ontology import Ontology
     from ..stores.base import FactStates, Subgraph
+
+Statement = tuple[str, str, str]
+"""(relation IRI, subject, object), names casefolded: what a memory's text is read to state."""
 
 SUPERSEDED: Final = 0.5
 """Score factor of a superseded memory in a question about the present (``bench/updates.py``)."""
@@ -262,8 +265,35 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
     """The relations the question asks (:func:`asked_relations`) whose values follow one another
     in time: functional ones, and those marked ``gm:oneAtATime`` (a job: people may hold two, but
     the latest is what "who does she work for?" asks)."""
-    return frozenset(iri for iri in asked_relations(question, ontology)
-                     if (info := ontology.relations.get(iri)) is not None and (info.functional or info.one_at_a_time))
+    def timed(iri: str) -> bool:
+        info = ontology.relations.get(iri)
+        return info is not None and (info.functional or info.one_at_a_time)
+
+    asked = asked_relations(question, ontology)
+    if asked:
+        return frozenset(filter(timed, asked))
+    # none named: those whose values are the things the question's opening asks for ("what company is she
+    # with now?": a job); not a time, a number or a person ("who is she with now?" may ask anything)
+    kinds = _answer_classes(question, ontology)
+    if kinds is None or _asked_kind(question) is not None or ontology.resolve_class("person") in kinds:
+        return frozenset()
+    return frozenset(iri for iri, info in ontology.relations.items() if timed(iri) and _value_kind(info.range) is None
+                     and any(ontology.is_subclass(r, k) for r in info.range for k in kinds))
+
+
+def to_read(ranked: list[tuple[float, Any]], relations: frozenset[str],
+            states: dict[str, FactStates]) -> list[MemoryRecord]:
+    """The ranked memories whose text :func:`by_time` needs read: those supporting no fact of
+    ``relations``, when those were said apart (else nothing is put in time order)."""
+    records = [item[2] for _, item in ranked]
+    if not relations or not said_apart(records):
+        return []
+    return [rec for rec in records if not relations & _supported(states.get(rec.id))]
+
+
+def _supported(state: FactStates | None) -> set[str]:
+    """The relations of the facts a memory supports, open, ended or superseded."""
+    return {*state.open, *state.ended, *(old.relation for old, _ in state.superseded)} if state else set()
 
 
 def stating(sub: Subgraph, relations: frozenset[str]) -> frozenset[str]:
@@ -328,17 +358,37 @@ def _anchor_time(question: str, records: list[MemoryRecord], dated: bool) -> dat
     return min(times, default=None)
 
 
+def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict[str, FactStates],
+            readings: Mapping[str, frozenset[Statement]], named: set[str], onto: Ontology) -> bool:
+    """Whether the memory states one of ``relations``: see :func:`by_time`."""
+    facts = _supported(states.get(mid))
+    if facts & relations:
+        return True
+    read = readings.get(mid, frozenset())
+    who = named or ({rec.actor_id.casefold()} if rec.actor_id else set())
+    if any(iri in relations and (not who or any(n in name.split() for n in who for name in (subject, value)))
+           for iri, subject, value in read):
+        return True
+    if any(iri in relations for iri, _, _ in read):
+        return False  # about someone else ("my partner got a job at NTNU")
+    return any(_says(_words(rec.memory), iri, onto) for iri in relations)
+
+
 def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
             ontology: Callable[[], Ontology], states: dict[str, FactStates], *, past: bool,
-            about: frozenset[str] = frozenset()) -> dict[str, float]:
+            about: frozenset[str] = frozenset(),
+            readings: Mapping[str, frozenset[Statement]] | None = None) -> dict[str, float]:
     """Statements of one relation said at different times, in the order the question asks for.
 
     ``relations``: :func:`timed_relations` of the question. A ranked memory *states* one of them
-    when it supports a fact of it (``states``) or its text holds the words of one of its labels
-    ("We moved to Porto", ``livesIn``), so memories without facts (``infer=False``) take part too.
-    When the question names someone whom ranked memories name or who said them, only theirs count,
-    and those ``about`` them: memories supporting a fact of the relations whose subject or object
-    the graph linked in the question. When the ranked memories were said at least
+    when it supports a fact of it (``states``); else when the reading of its text (``readings``:
+    memory id -> what the rule extractor reads in it, :func:`to_read`) has one about the person asked
+    (or, when the question names no one, about who said it: "Left Nubank for iFood", ``worksFor``);
+    else, when neither found anything in it, when its text holds the words of one of the
+    relation's labels ("We moved to Porto", ``livesIn``). So memories without facts
+    (``infer=False``) take part too. When the question names someone whom ranked memories name or
+    who said them, only theirs count, and those ``about`` them: memories supporting a fact of the
+    relations whose subject or object the graph linked in the question. When the ranked memories were said at least
     :data:`RESTATED_GAP` apart (a document loaded in one go is left as ranked), those statements go
     to the top:
 
@@ -353,6 +403,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     records = [item[2] for _, item in ranked]
     if not relations or not said_apart(records):
         return {}
+    readings = readings or {}
     dated = _dated(records)
     onto = ontology()
     named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
@@ -363,10 +414,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
         when = _said(rec, dated)
         if when is None or (named and item[0] not in about and not any(_by_or_naming(rec, name) for name in named)):
             continue
-        state = states.get(item[0])
-        facts = {*state.open, *state.ended, *(old.relation for old, _ in state.superseded)} if state else set()
-        words = _words(rec.memory)
-        if facts & relations or any(_says(words, iri, onto) for iri in relations):
+        if _states(item[0], rec, relations, states, readings, named, onto):
             said[n] = when
     if not said:
         return {}

@@ -23,6 +23,7 @@ Importing this package does not import spaCy: ``RuleExtractor`` loads it on firs
 """
 
 from .extractor import RuleExtractor
+from .reading import StatementReader
 from .state import Granularity
 
-__all__ = ["Granularity", "RuleExtractor"]
+__all__ = ["Granularity", "RuleExtractor", "StatementReader"]

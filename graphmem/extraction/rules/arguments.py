@@ -178,13 +178,21 @@ LEAD_INS: Final = frozenset({"just", "recently", "finally", "also", "still", "no
                               "so", "then", "actually", "only", "already", "officially"})
 
 
+def clause_start(ctx: SentenceView, k: int) -> int:
+    """Where the clause of token ``k`` starts: after the last colon or semicolon before it ("Big move:
+    left Melbourne for Auckland", "Moved in May; started at Xero in June"), else at the sentence's start."""
+    msg = ctx.sent.msg
+    return next((j + 1 for j in range(k - 1, ctx.sent.start - 1, -1) if msg.lowers[j] in (":", ";")),
+                ctx.sent.start)
+
+
 def _subjectless(ctx: SentenceView, first: int) -> bool:
     """A named speaker's statement that starts with its verb ("Moved back to Sweden last year", "Living in
     Gothenburg now", "been living in Helsinki"): chat drops the "I"."""
     msg = ctx.sent.msg
     if not speaker_is_person(ctx) or first >= ctx.sent.end or not msg.lowers[first].isalpha():
         return False
-    return all(msg.lowers[k] in LEAD_INS or not msg.alnum[k] for k in range(ctx.sent.start, first))
+    return all(msg.lowers[k] in LEAD_INS or not msg.alnum[k] for k in range(clause_start(ctx, first), first))
 
 
 def speaker_is_person(ctx: SentenceView) -> bool:
@@ -288,6 +296,13 @@ def _parsed_head(msg: Message, k: int, end: int) -> int | None:
             and k < doc[j].head.i <= k + 2:
         j = doc[j].head.i
     return j if j > k and doc[j].pos_ in ("NOUN", "PROPN") else None
+
+
+def field_acronym(msg: Message, k: int, end: int) -> bool:
+    """A short all-capitals word naming a field before a lowercase word of a title ("ML team lead",
+    "HR manager"), not a name."""
+    return msg.texts[k].isupper() and len(msg.texts[k]) <= 4 and k + 1 < end and msg.lowers[k + 1].isalpha() \
+        and not msg.caps[k + 1]
 
 
 def _adjective(msg: Message, k: int) -> bool:
@@ -469,8 +484,9 @@ def speaker_before(ctx: SentenceView, k: int) -> str | None:
     msg, doc = ctx.sent.msg, ctx.sent.msg.doc
     if any(msg.lowers[j] in FIRST_PERSON for j in range(ctx.sent.start, k)):
         return ctx.speaker
-    first = next((j for j in range(ctx.sent.start, k) if msg.lowers[j] not in LEAD_INS), None)
+    start = clause_start(ctx, k)
+    first = next((j for j in range(start, k) if msg.lowers[j] not in LEAD_INS), None)
     if first is not None and doc is not None and doc[first].pos_ in ("VERB", "AUX") and speaker_is_person(ctx) \
-            and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(ctx.sent.start, k)):
+            and not any(doc[j].dep_ in ("nsubj", "nsubjpass") for j in range(start, k)):
         return ctx.speaker  # a person's turn, not a document's ("Served as a senator ...")
     return None

@@ -17,6 +17,7 @@ from ..schema import ExtractedTriple
 from .arguments import (
     SentenceView,
     appositive_of,
+    field_acronym,
     is_job_word,
     make,
     parsed_subject,
@@ -93,7 +94,8 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             if placed is not None:
                 out.append(placed)
         if title is not None and title.kind == "datatype":
-            words = [msg.texts[j] if msg.lowers[j] in JOB_ACRONYMS else msg.lowers[j] for j in range(first, last)]
+            words = [msg.texts[j] if msg.lowers[j] in JOB_ACRONYMS or msg.texts[j].isupper() else msg.lowers[j]
+                     for j in range(first, last)]
             job = make(res, ctx, who, title, " ".join(words), literal=True)
             if job is not None:
                 out.append(job)
@@ -101,13 +103,14 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
 
 
 def _title_end(ctx: SentenceView, first: int) -> int | None:
-    """The end of one to three title words from ``first`` (lowercase, or a job acronym such as "PM")."""
+    """The end of one to three title words from ``first``: lowercase, a job acronym ("PM"), or a short
+    all-capitals field before a lowercase word ("ML team lead", "HR manager")."""
     msg, e = ctx.sent.msg, ctx.sent.end
     j = first
     while j < e and j - first < 3:
         lo = msg.lowers[j]
         word = lo.isalpha() and lo not in PREPOSITIONS and lo not in CONJUNCTIONS and lo not in STOP_WORDS
-        if not word or (msg.caps[j] and lo not in JOB_ACRONYMS):
+        if not word or (msg.caps[j] and lo not in JOB_ACRONYMS and not field_acronym(msg, j, e)):
             break
         j += 1
     return j if j > first else None

@@ -18,6 +18,7 @@ from ..schema import ExtractedTriple
 from .arguments import (
     LEAD_INS,
     SentenceView,
+    clause_start,
     make,
     parsed_subject,
     speaker_before,
@@ -89,7 +90,7 @@ def _verb_first(ctx: SentenceView, k: int) -> str | None:
     """The speaker, in a person's turn whose sentence starts with the verb at ``k``, or with another
     such verb and its object ("Quit Roche and joined Novartis": chat drops the "I")."""
     msg = ctx.sent.msg
-    first = next((j for j in range(ctx.sent.start, k + 1) if msg.lowers[j] not in LEAD_INS), None)
+    first = next((j for j in range(clause_start(ctx, k), k + 1) if msg.lowers[j] not in LEAD_INS), None)
     if first is None or not speaker_is_person(ctx):
         return None
     if first == k:

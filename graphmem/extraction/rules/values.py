@@ -10,7 +10,7 @@ import re
 from typing import Final
 
 from ...ontology.model import RelationInfo
-from .arguments import SentenceView
+from .arguments import SentenceView, field_acronym
 from .mentions import EMAIL
 from .text import Message
 from .words import CONJUNCTIONS, PREPOSITIONS
@@ -101,7 +101,7 @@ def _phrase(ctx: SentenceView, k: int) -> str | None:
         of_field = lo == "of" and words_out and k + 1 < end and msg.lowers[k + 1].isalpha() \
             and not msg.caps[k + 1] and msg.lowers[k + 1] not in PREPOSITIONS  # "head of quality"
         if not msg.alnum[k] or (lo in PREPOSITIONS and not of_field) or lo in CONJUNCTIONS or (
-                k in ctx.ment_start and ctx.ment_start[k].kind != "concept"):
+                k in ctx.ment_start and ctx.ment_start[k].kind != "concept" and not field_acronym(msg, k, end)):
             break
         words_out.append(msg.texts[k])
         k += 1
