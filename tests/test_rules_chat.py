@@ -192,6 +192,8 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Big move: started at Xero as ML team lead.", {("Ines", "worksFor", "Xero"),
                                                          ("Ines", "jobTitle", "ML team lead")}),
     ("Ines: Update: my new title is HR manager.", {("Ines", "jobTitle", "HR manager")}),
+    ("Ines: I'm with Deloitte now as a senior consultant.", {("Ines", "worksFor", "Deloitte"),
+                                                             ("Ines", "jobTitle", "senior consultant")}),
     ("Ines: I work at Zalando and I live in Berlin.\nInes: Left Berlin for Munich and Zalando for Siemens.",
      {("Ines", "worksFor", "Zalando"), ("Ines", "livesIn", "Berlin"), ("Ines", "livesIn", "Munich"),
       ("Ines", "worksFor", "Siemens")}),

@@ -293,3 +293,12 @@ def test_a_statement_about_someone_else_is_not_the_asked_persons(mem: Memory, ui
                    ("2023-02-01T09:00:00Z", "My partner Ole works at NTNU now."), infer=False)
     out = mem.search("Who does Maya work for?", user_id=uid, explain=True)["results"]
     assert out[0]["id"] == acme
+
+
+def test_a_name_one_memory_types_is_known_to_the_others(mem: Memory, uid: str) -> None:
+    """Alone, "Left Nubank for iFood." names two unknown things; read with "Started at Nubank ...",
+    Nubank is an employer, so the later memory states a change of job, as the write path reads it."""
+    nubank, ifood = chat(mem, uid, ("2021-08-02T09:00:00Z", "Started at Nubank on Monday as an engineer."),
+                         ("2023-06-12T09:00:00Z", "Left Nubank for iFood."), infer=False)
+    out = mem.search("Who does Maya work for?", user_id=uid)["results"]
+    assert [h["id"] for h in out][:2] == [ifood, nubank]

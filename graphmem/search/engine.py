@@ -216,7 +216,9 @@ def search_steps(
         unread = to_read(ranked, timed, states) if reader is not None else []
         if unread and reader is not None:
             read = reader()
-            readings = yield Work(lambda: {rec.id: read(rec.memory, rec.actor_id) for rec in unread})
+            readings = yield Work(lambda: dict(zip([rec.id for rec in unread],
+                                                    read([(rec.memory, rec.actor_id) for rec in unread]),
+                                                    strict=True)))
         in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=about, readings=readings)
     reranked: dict[str, float] = {}
     if reranker is not None and ranked:

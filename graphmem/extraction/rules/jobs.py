@@ -79,6 +79,8 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         if who is None or (made and not job_word):
             continue
         org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
+        if org is None and lo == "as":
+            org = _employer_before(ctx, k)
         if org is None and made and msg.lowers[k] == "me":
             org = parsed_subject(ctx, k - 1)
         # a student at a university studies there ("a PhD student at Kyoto University")
@@ -126,6 +128,20 @@ def _of_field(ctx: SentenceView, end: int) -> int:
             and msg.lowers[j] not in STOP_WORDS and msg.lowers[j] not in PREPOSITIONS:
         j += 1
     return j if j > end + 1 else end
+
+
+def _employer_before(ctx: SentenceView, k: int) -> str | None:
+    """The organization of "at/with <Org>" right before "as" at ``k`` ("I'm with Deloitte now as a
+    consultant")."""
+    msg = ctx.sent.msg
+    j = k - 1
+    while j > ctx.sent.start and msg.lowers[j] in ("now", "still", "currently", "also", ","):
+        j -= 1
+    m = ctx.ment_end.get(j + 1)
+    if m is None or m.start - 1 < ctx.sent.start:
+        return None
+    before = m.start - 2 if msg.lowers[m.start - 1] == "the" else m.start - 1
+    return m.key if before >= ctx.sent.start and msg.lowers[before] in ("at", "with") else None
 
 
 def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
