@@ -213,7 +213,7 @@ def search_steps(
         if req.as_of is None and not past:
             moved = demote(ranked, replaced) if replaced else {}
         readings = {}
-        unread = to_read(ranked, timed, states) if reader is not None else []
+        unread = to_read(ranked, req.text, timed, states) if reader is not None else []
         if unread and reader is not None:
             read = reader()
             readings = yield Work(lambda: dict(zip([rec.id for rec in unread],

@@ -162,6 +162,12 @@ _ANSWER_KIND: Final = (
 as class names the ontology resolves; a relation whose range is none of them is not what is asked."""
 
 
+_ANSWER_OPENING: Final = re.compile(
+    r"\b(?:what|which) (?:city|town|country|place|neighbou?rhood|company|companies|organi[sz]ation|employer|firm|"
+    r"business)\b", re.IGNORECASE)
+_NOW_WORDS: Final = frozenset({"now", "currently", "these", "days", "today", "still", "at", "the", "moment"})
+
+
 _XSD: Final = "http://www.w3.org/2001/XMLSchema#"
 _TIMES: Final = frozenset(_XSD + t for t in ("date", "dateTime", "dateTimeStamp", "gYear", "gYearMonth", "time",
                                              "duration"))
@@ -272,23 +278,37 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
     asked = asked_relations(question, ontology)
     if asked:
         return frozenset(filter(timed, asked))
-    # none named: those whose values are the things the question's opening asks for ("what company is she
-    # with now?": a job); not a time, a number or a person ("who is she with now?" may ask anything)
+    # none named, and the question says nothing but what it asks for ("what company is she with now?",
+    # "where is he now?", not "where has she camped?"): the relations whose values are such things (a job);
+    # not a time, a number or a person ("who is she with now?" may ask anything)
     kinds = _answer_classes(question, ontology)
     if kinds is None or _asked_kind(question) is not None or ontology.resolve_class("person") in kinds:
+        return frozenset()
+    said = {w.casefold() for w in re.findall(r"[A-Za-z]+", _ANSWER_OPENING.sub(" ", question))
+            if not w[0].isupper() or w.casefold() in _QUESTION_WORDS}
+    if said - _FUNCTION_WORDS - _QUESTION_WORDS - _NOW_WORDS:
         return frozenset()
     return frozenset(iri for iri, info in ontology.relations.items() if timed(iri) and _value_kind(info.range) is None
                      and any(ontology.is_subclass(r, k) for r in info.range for k in kinds))
 
 
-def to_read(ranked: list[tuple[float, Any]], relations: frozenset[str],
+def to_read(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
             states: dict[str, FactStates]) -> list[MemoryRecord]:
     """The ranked memories whose text :func:`by_time` needs read: those supporting no fact of
-    ``relations``, when those were said apart (else nothing is put in time order)."""
+    ``relations``, said by or naming the person the question names, when they were said apart
+    (else nothing is put in time order)."""
     records = [item[2] for _, item in ranked]
     if not relations or not said_apart(records):
         return []
-    return [rec for rec in records if not relations & _supported(states.get(rec.id))]
+    named = _named(question, records)
+    return [rec for rec in records if not relations & _supported(states.get(rec.id))
+            and (not named or any(_by_or_naming(rec, name) for name in named))]
+
+
+def _named(question: str, records: list[MemoryRecord]) -> set[str]:
+    """The people the question names (casefolded) whom ranked memories name or who said them."""
+    named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
+    return {n for n in named if any(_by_or_naming(r, n) for r in records)}
 
 
 def _supported(state: FactStates | None) -> set[str]:
@@ -406,8 +426,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     readings = readings or {}
     dated = _dated(records)
     onto = ontology()
-    named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
-    named = {n for n in named if any(_by_or_naming(r, n) for r in records)}
+    named = _named(question, records)
     said: dict[int, datetime] = {}
     for n, (_, item) in enumerate(ranked):
         rec = item[2]
