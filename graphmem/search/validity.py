@@ -165,7 +165,7 @@ as class names the ontology resolves; a relation whose range is none of them is 
 _ANSWER_OPENING: Final = re.compile(
     r"\b(?:what|which) (?:city|town|country|place|neighbou?rhood|company|companies|organi[sz]ation|employer|firm|"
     r"business)\b", re.IGNORECASE)
-_NOW_WORDS: Final = frozenset({"now", "currently", "these", "days", "today", "still", "at", "the", "moment"})
+_NOW_WORDS: Final = frozenset({"now", "currently", "these", "days", "today", "still", "moment"})
 
 
 _XSD: Final = "http://www.w3.org/2001/XMLSchema#"
@@ -404,13 +404,13 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     when it supports a fact of it (``states``); else when the reading of its text (``readings``:
     memory id -> what the rule extractor reads in it, :func:`to_read`) has one about the person asked
     (or, when the question names no one, about who said it: "Left Nubank for iFood", ``worksFor``);
-    else, when neither found anything in it, when its text holds the words of one of the
-    relation's labels ("We moved to Porto", ``livesIn``). So memories without facts
-    (``infer=False``) take part too. When the question names someone whom ranked memories name or
-    who said them, only theirs count, and those ``about`` them: memories supporting a fact of the
-    relations whose subject or object the graph linked in the question. When the ranked memories were said at least
-    :data:`RESTATED_GAP` apart (a document loaded in one go is left as ranked), those statements go
-    to the top:
+    else, unless that reading has one about someone else ("my partner Ole works at NTNU"), when its
+    text holds the words of one of the relation's labels ("We moved to Porto", ``livesIn``). So
+    memories without facts (``infer=False``) take part too. When the question names someone whom
+    ranked memories name or who said them, only theirs count, and those ``about`` them: memories
+    supporting a fact of the relations whose subject or object the graph linked in the question.
+    When the ranked memories were said at least :data:`RESTATED_GAP` apart (a document loaded in
+    one go is left as ranked), those statements go to the top:
 
     - about the present, newest first ("where does she live?": the latest move);
     - about the past, at a time ("in 2021", "in early 2022"): the last said by then first, then the
