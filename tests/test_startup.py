@@ -88,6 +88,24 @@ assert m.search('Lisbon', user_id='u1')['results']
     assert {"owlrl", "pyshacl", "spacy"} & loaded == set()  # no facts: the ontology is never compiled
 
 
+def test_the_rules_import_spacy_without_its_command_line(tmp_path: Path) -> None:
+    """spaCy's ``__init__`` imports its command line (typer, weasel, httpx) for ``spacy.info``; the
+    rules never use it, so the first add does without. Afterwards ``spacy.info`` and ``spacy.cli``
+    are spaCy's own, imported on first use."""
+    code = f"""
+from graphmem import Memory
+m = Memory({{'home': {str(tmp_path / 'home')!r}, 'embedder': {{'provider': 'hashing'}}}})
+m.add('I moved to Lisbon last year.', user_id='u1', speaker='Ana')
+import sys
+assert 'spacy' in sys.modules and 'spacy.cli' not in sys.modules and 'weasel' not in sys.modules, 'cli loaded'
+import spacy
+assert spacy.info(silent=True)['spacy_version'] == spacy.__version__
+assert spacy.cli.download is sys.modules['spacy.cli'].download
+"""
+    loaded = loaded_after(code, tmp_path, {"GRAPHMEM_CACHE_DIR": str(tmp_path / "cache")})
+    assert {"spacy.cli", "weasel"} <= loaded
+
+
 def test_a_second_process_takes_the_compiled_ontology_from_the_cache(tmp_path: Path) -> None:
     code = f"""
 from graphmem import Memory

@@ -19,7 +19,8 @@ time phrases. It has lower recall than an LLM but the same output shape:
 Search relies on entities shared between memories, so names are normalized the same way everywhere
 and short forms ("Snow" after "Hank Snow", "Mel" for the speaker "Melanie") become aliases. What the
 rules match is in ``words`` (English) and ``lexicon`` (the ontology); ``text`` tokenizes a chunk once.
-Importing this package does not import spaCy: ``RuleExtractor`` loads it on first use.
+Importing this package does not import spaCy: ``RuleExtractor`` loads it on first use (without its
+command line: :mod:`.spacy_import`).
 """
 
 from .extractor import RuleExtractor

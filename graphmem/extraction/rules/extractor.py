@@ -76,11 +76,11 @@ class RuleExtractor(Extractor):
                      ExtractionContext(self.ontology, datetime.now(UTC), ["user"], roles={"user": "user"}))
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
+        res = self.resources  # first: it imports spaCy
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
         from .text import tokenize
 
-        res = self.resources
         state = ChunkState(context)
         messages = tokenize(chunk, context.speakers, res.nlp, res.english,
                             unparsed=lambda speaker: role_of(speaker, context.roles) in NOT_THE_USER)

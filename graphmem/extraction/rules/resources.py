@@ -50,6 +50,9 @@ class Resources:
 
 
 def load(ontology: Ontology, embedder: Embedder | None = None) -> Resources:
+    from .spacy_import import import_spacy
+
+    import_spacy()  # before any module of the rules imports spaCy
     from .clauses import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .semantic import SemanticMap
