@@ -195,6 +195,9 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     # names nothing types: the recognizer's places only ("Left Nubank for iFood" stays unread)
     ("Ines: Left Bogotá for Medellín, the weather is perfect all year.", {("Ines", "livesIn", "Medellín")}),
     ("Ines: Left Nubank for iFood.", set()),
+    ("Ines: I accepted an offer from Allegro! I'll be a test engineer there.",
+     {("Ines", "worksFor", "Allegro"), ("Ines", "jobTitle", "test engineer")}),
+    ("Ines: Settled in Basel now.", {("Ines", "livesIn", "Basel")}),
     ("Ines: I'm with Deloitte now as a senior consultant.", {("Ines", "worksFor", "Deloitte"),
                                                              ("Ines", "jobTitle", "senior consultant")}),
     ("Ines: I work at Zalando and I live in Berlin.\nInes: Left Berlin for Munich and Zalando for Siemens.",

@@ -54,7 +54,9 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         # engineer": a title after its label
         made = k > ctx.sent.start and speaker_is_person(ctx) and (
             (lo == "me" and msg.lemmas[k - 1] in _MADE) or (lo == ":" and msg.lowers[k - 1] in _TITLE_LABELS))
-        if k in used or not (named or lo in _COPULA or lo == "as" or promoted or made):
+        # "I'll be a test automation engineer there from October": a job about to start
+        coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
+        if k in used or not (named or lo in _COPULA or coming or lo == "as" or promoted or made):
             continue
         if promoted or made:
             lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
