@@ -1,6 +1,7 @@
 """How long graphmem takes to start: fresh processes, this checkout against a baseline commit.
 
-    python bench/startup.py [--runs 5] [--baseline-ref 900dae3] [--no-baseline] [--only TEXT] [--out F]
+    python bench/startup.py [--runs 5] [--baseline-ref 900dae3] [--no-baseline] [--only TEXT]
+                            [--python PATH] [--out F]
 
 Every figure is the median of ``--runs`` fresh interpreters (the two trees alternate, so load from
 other work on the machine falls on both alike):
@@ -17,7 +18,10 @@ other work on the machine falls on both alike):
   The embedding model's files are the user's (``graphmem models pull``), linked into every cache.
 
 The baseline is ``--baseline-ref`` checked out into a temporary ``git worktree`` and run with
-``PYTHONPATH`` pointing at it, in the same interpreter and virtualenv. The environment is a user's
+``PYTHONPATH`` pointing at it, in the same interpreter and virtualenv: ``--python``, by default this
+one; ``make bench-startup`` passes a virtualenv with graphmem's default install only (no extras), as
+a user's ``pip install graphmem`` (spaCy's start reads every installed package's entry points, so a
+virtualenv with the test, server and notebook extras starts slower). The environment is a user's
 plain setup: no ``GRAPHMEM_*`` variables and no OpenAI key; the ontology cache of each tree lives in
 a temporary folder (warmed by one untimed run). Prints a table with ratios and writes JSON.
 """
@@ -62,6 +66,9 @@ with Memory({'home': sys.argv[1], 'embedder': {'provider': 'hashing'}}) as m:
 class Tree:
     """One source tree to measure: its folder on ``PYTHONPATH`` and its own ontology cache."""
 
+    python = sys.executable
+    """The interpreter of the fresh processes (``--python``)."""
+
     def __init__(self, name: str, path: Path, work: Path) -> None:
         self.name = name
         self.path = path
@@ -77,7 +84,7 @@ class Tree:
         return env
 
     def run(self, args: list[str], cache: Path | None = None) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, *args], cwd=self.work, env=self.env(cache), capture_output=True,
+        done = subprocess.run([self.python, *args], cwd=self.work, env=self.env(cache), capture_output=True,
                               text=True, timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"{self.name}: {' '.join(args)[:80]} exited {done.returncode}:\n{done.stderr[-2000:]}")
@@ -173,8 +180,10 @@ def main() -> None:
     ap.add_argument("--baseline-ref", default=DEFAULT_BASELINE, help="git ref to compare against")
     ap.add_argument("--no-baseline", action="store_true", help="measure this tree only")
     ap.add_argument("--only", default="", help="measure only the figures whose name contains this text")
+    ap.add_argument("--python", default=sys.executable, help="interpreter of the measured processes")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = ap.parse_args()
+    Tree.python = os.path.abspath(args.python)  # not resolved: a virtualenv's python is a symlink
 
     work = Path(tempfile.mkdtemp(prefix="graphmem-startup-"))
     baseline_dir = work / "baseline-src"
@@ -216,7 +225,7 @@ def main() -> None:
                                 capture_output=True, text=True).stdout.strip())
     report = {"runs": args.runs, "current": head + ("+dirty" if dirty else ""),
               "baseline": None if args.no_baseline else args.baseline_ref,
-              "python": platform.python_version(), "cpus": os.cpu_count(),
+              "python": platform.python_version(), "interpreter": args.python, "cpus": os.cpu_count(),
               "load_avg": [round(x, 2) for x in os.getloadavg()], "figures": figures}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
