@@ -214,3 +214,17 @@ def test_the_job_left_ends_and_a_club_joined_is_no_job(extractor: RuleExtractor)
     ended = {(t.target, t.valid_to is not None) for t in out.triples if t.relation == "worksFor"}
     assert ended == {("Roche", True), ("Novartis", False)}
     assert not any(t.target == "book club" and t.relation == "worksFor" for t in out.triples)
+
+
+def test_a_time_dates_the_facts_of_its_own_verb(extractor: RuleExtractor) -> None:
+    """"last year" modifies "moved": it dates the move, not the job of the clause beside it."""
+    found = {(t.relation, t.target): t.valid_from for t in run(
+        extractor, "Ines: I moved to Lisbon last year and work for Northwind.", ["Ines"]).triples}
+    assert found == {("livesIn", "Lisbon"): "2023-01-01", ("worksFor", "Northwind"): None}
+    found = {(t.relation, t.target): t.valid_from for t in run(
+        extractor, "Ines: I live in Lisbon and I started at Initech in May.", ["Ines"]).triples}
+    assert found == {("livesIn", "Lisbon"): None, ("worksFor", "Initech"): "2024-05-01"}
+    # a verb naming nothing of its own ("prescribed it") still dates the sentence's fact
+    found = {(t.relation, t.target): t.valid_from for t in run(
+        extractor, "Ines: For now I'm on sertraline, my GP Dr. Obi prescribed it in May.", ["Ines"]).triples}
+    assert found[("takesMedication", "sertraline")] == "2024-05-01"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
@@ -34,6 +34,11 @@ from .words import (
     PREPOSITIONS,
     WEEKDAYS,
 )
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
+
+    from .dates import TimeExpr
 
 _SKIP_BEFORE_OBJECT: Final = frozenset(DETERMINERS | {"new", "old", "local", "nearby", "famous", "beautiful",
                                                       "small", "big", "little", "great", "current", "former"})
@@ -413,7 +418,7 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         _infer_type(res, dst, rel.range)
     ctx.endpoints.add(source)
     _infer_type(res, src, rel.domain)
-    times = [t for t in ctx.sent.times if t.start not in ctx.literal_times]
+    times = _times_of(ctx, target if not literal else source)
     ends = [t for t in times if _UNTIL.match(t.text) or _UNTIL_BEFORE.search(ctx.sent.text[:t.start])]
     starts = [t for t in times if t not in ends]
     valid = starts[0].iso if starts else None
@@ -422,6 +427,58 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
         valid, until = None, valid or state.context.reference_time.date().isoformat()
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
                            valid_to=until)
+
+
+def _times_of(ctx: SentenceView, key: str) -> list[TimeExpr]:
+    """The sentence's time phrases (not used as values) that date a fact of entity ``key``: with a
+    parse, all but those of another verb that names something of its own ("I moved to Lisbon last year
+    and work for Northwind": the year dates the move, not the job), or else the one said before its
+    "since then"; without a parse, or with no mention of it, all."""
+    times = [t for t in ctx.sent.times if t.start not in ctx.literal_times]
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
+    mention = next((m for m in ctx.sent.mentions if m.key == key), None)
+    if not times or doc is None or mention is None or (verb := _governing_verb(doc, mention.start)) is None:
+        return times
+    named = {_governing_verb(doc, m.start) for m in ctx.sent.mentions if m.key != key and not _subject(doc, m.start)}
+    out, before = [], []
+    for t in times:
+        at = ctx.sent.char_start + t.start
+        k = next((j for j in range(ctx.sent.start, ctx.sent.end) if msg.starts[j] >= at), None)
+        other = _governing_verb(doc, k) if k is not None else None
+        # another verb's time, when that verb names something of its own ("... and work for Northwind");
+        # not "my GP prescribed it in July", which says when "I'm on sertraline" began
+        if other in (verb, None) or other not in named:
+            out.append(t)
+        elif k is not None and k < mention.start:
+            before.append(t)
+    # "diagnosed in June 2021 and on metformin since then": "then" is the time said before
+    then = any(msg.lowers[j] == "then" and msg.lowers[j - 1] in ("since", "from", "until")
+               and _governing_verb(doc, j) == verb for j in range(ctx.sent.start + 1, ctx.sent.end))
+    return out or (before[-1:] if then else [])
+
+
+def _subject(doc: Doc, k: int) -> bool:
+    """Whether token ``k`` is in its clause's subject (the path to its verb passes a subject edge)."""
+    tok = doc[k]
+    for _ in range(len(doc)):
+        if tok.pos_ in ("VERB", "AUX") or tok.head.i == tok.i:
+            return False
+        if tok.dep_ in ("nsubj", "nsubjpass", "expl"):
+            return True
+        tok = tok.head
+    return False
+
+
+def _governing_verb(doc: Doc, k: int) -> int | None:
+    """The index of the verb whose clause token ``k`` is in: itself or its nearest verb ancestor."""
+    tok = doc[k]
+    for _ in range(len(doc)):
+        if tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass"):
+            return int(tok.i)
+        if tok.head.i == tok.i:
+            return None
+        tok = tok.head
+    return None
 
 
 def _may_be_a_person(res: Resources, allowed: tuple[str, ...]) -> bool:
