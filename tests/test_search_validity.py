@@ -164,14 +164,14 @@ def test_a_question_that_names_no_relation_asks_the_one_its_answer_is() -> None:
 def test_the_time_a_question_asks_about() -> None:
     from datetime import UTC, datetime
 
-    from graphmem.search.validity import _question_time
+    from graphmem.search.validity import question_time
 
-    assert _question_time("Where did Ben work in 2021?") == datetime(2021, 7, 1, tzinfo=UTC)
-    assert _question_time("Who was Tomasz working for in early 2021?") == datetime(2021, 3, 1, tzinfo=UTC)
-    assert _question_time("Where did Mei work at the end of 2020?") == datetime(2020, 12, 28, tzinfo=UTC)
-    assert _question_time("Where did Mateo work in mid-2022?") == datetime(2022, 7, 1, tzinfo=UTC)
-    assert _question_time("Where did she live in May 2022?") == datetime(2022, 5, 15, tzinfo=UTC)
-    assert _question_time("Where did she live before Porto?") is None
+    assert question_time("Where did Ben work in 2021?") == datetime(2021, 7, 1, tzinfo=UTC)
+    assert question_time("Who was Tomasz working for in early 2021?") == datetime(2021, 3, 1, tzinfo=UTC)
+    assert question_time("Where did Mei work at the end of 2020?") == datetime(2020, 12, 28, tzinfo=UTC)
+    assert question_time("Where did Mateo work in mid-2022?") == datetime(2022, 7, 1, tzinfo=UTC)
+    assert question_time("Where did she live in May 2022?") == datetime(2022, 5, 15, tzinfo=UTC)
+    assert question_time("Where did she live before Porto?") is None
 
 
 
@@ -302,3 +302,21 @@ def test_a_name_one_memory_types_is_known_to_the_others(mem: Memory, uid: str) -
                          ("2023-06-12T09:00:00Z", "Left Nubank for iFood."), infer=False)
     out = mem.search("Who does Maya work for?", user_id=uid)["results"]
     assert [h["id"] for h in out][:2] == [ifood, nubank]
+
+
+def test_a_question_about_a_time_walks_the_facts_of_then(mem: Memory, uid: str) -> None:
+    """"in 2021": the graph reads the facts valid then, so the memory of the 2021 job joins the ranking
+    however it scored, as the current job's does for a question about the present."""
+    for n in range(8):
+        mem.add(f"Does Maya work too much, Maya wonders, number {n}", user_id=uid, infer=False,
+                timestamp="2024-01-10T09:00:00Z")
+    acme = mem.add("Big day!", user_id=uid, infer=False, timestamp="2021-02-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "worksFor", "target": "Acme", "source_type": "Person",
+         "target_type": "Organization", "valid_from": "2021-02-01"}])["results"][0]["id"]
+    mem.add("New badge.", user_id=uid, infer=False, timestamp="2023-03-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "worksFor", "target": "Globex", "source_type": "Person",
+         "target_type": "Organization", "valid_from": "2023-03-01"}])
+    mem.add("Left Acme.", user_id=uid, infer=False, timestamp="2023-02-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "worksFor", "target": "Acme", "valid_to": "2023-02-01"}])
+    out = mem.search("Where did Maya work in 2021?", user_id=uid, top_k=2)["results"]
+    assert acme in [h["id"] for h in out]

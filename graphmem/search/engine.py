@@ -29,6 +29,7 @@ from .validity import (
     asks_about_past,
     by_time,
     demote,
+    question_time,
     said_apart,
     stating,
     superseded,
@@ -135,10 +136,12 @@ def search_steps(
     window = time_window(req.since, req.until)
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
-    gq = graph_query(req.text, cfg.graph, req.as_of, usable) if cfg.weights.get("graph", 0.0) > 0 else None
+    past = req.as_of is None and asks_about_past(req.text)
+    # the graph reads the facts of the time asked about ("where did she work in 2021?"), else of as_of or now
+    then = req.as_of or (question_time(req.text) if past else None)
+    gq = graph_query(req.text, cfg.graph, then, usable) if cfg.weights.get("graph", 0.0) > 0 else None
     # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
     wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
-    past = req.as_of is None and asks_about_past(req.text)
     # the relations whose statements go in time order, when the ontology is at hand (a store of text
     # alone never needs it); else decided below, once the store's answer shows it is needed
     known = ontology() if loaded is None else loaded()

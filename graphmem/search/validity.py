@@ -338,7 +338,7 @@ _ANCHOR_FILLER: Final = _FUNCTION_WORDS | {
     "got", "get", "moved", "move", "did", "do", "does", "that", "this", "then"}
 
 
-def _question_time(question: str) -> datetime | None:
+def question_time(question: str) -> datetime | None:
     """The time a question about the past asks about: "in 2021" (its middle), "in early 2021",
     "at the end of 2020", "in May 2022" (the middle of the month)."""
     found = _WHEN.search(question)
@@ -440,7 +440,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     newest = sorted(said, key=lambda n: said[n], reverse=True)
     if not past:
         first = newest
-    elif (at := _question_time(question)) is not None:
+    elif (at := question_time(question)) is not None:
         first = [n for n in newest if said[n] <= at] + [n for n in reversed(newest) if said[n] > at]
     elif (anchor := _anchor_time(question, records, dated)) is not None:
         first = [n for n in newest if said[n] < anchor]
