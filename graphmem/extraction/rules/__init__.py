@@ -1,8 +1,9 @@
 """Rule-based extractor: what graphmem uses when no LLM is configured.
 
-Offline and deterministic: spaCy's English tokenizer (``spacy.blank("en")``, no model download), the
-lookup lemmas of ``spacy-lookups-data``, the ontology's labels and synonyms, and ``dateparser`` for
-time phrases. It has lower recall than an LLM but the same output shape:
+Offline and deterministic: spaCy's ``en_core_web_sm`` (tags, dependency parse, lemmas; its
+recognizer only for names nothing else types), the lookup lemmas of ``spacy-lookups-data``, the
+ontology's labels and synonyms, and ``dateparser`` for time phrases. It has lower recall than an LLM
+but the same output shape:
 
 * memories (``memories``): the chunk's sentences, verbatim (very short ones are merged with a neighbour),
   typed episodic when a time phrase (``dates``) resolves against the reference time, procedural for rule
@@ -19,6 +20,7 @@ time phrases. It has lower recall than an LLM but the same output shape:
 Search relies on entities shared between memories, so names are normalized the same way everywhere
 and short forms ("Snow" after "Hank Snow", "Mel" for the speaker "Melanie") become aliases. What the
 rules match is in ``words`` (English) and ``lexicon`` (the ontology); ``text`` tokenizes a chunk once.
+``reading`` is the same extractor used by search to read a stored text, never written.
 Importing this package does not import spaCy: ``RuleExtractor`` loads it on first use (without its
 command line: :mod:`.spacy_import`).
 """
