@@ -230,11 +230,11 @@ def sub_shape(sub: Subgraph) -> dict[str, Any]:
 
 def read(store: Store, scope: Scope, text: str, cfg: GraphSearchConfig, *, two_calls: bool = False,
          walk: bool = False, filters: dict[str, Any] | None = None, as_of: datetime | None = None, k: int = 40,
-         ) -> tuple[Candidates, Subgraph]:
+         history: bool = False) -> tuple[Candidates, Subgraph]:
     """The store's search as ``Memory.search`` asks it; ``two_calls``: the base class's candidates then
     neighbourhood; ``walk``: candidates then the backend-neutral walk over the store's primitive reads."""
     vector = EMBEDDER.embed_one(text)
-    gq = graph_query(text, cfg, as_of)
+    gq = graph_query(text, cfg, as_of, history=history)
     flt = parse_filters(filters) if filters else None
     if walk:
         cands = store.candidates(scope, flt, vector, text, k)
@@ -417,6 +417,10 @@ def test_as_of_and_depth_change_the_subgraph(worlds: tuple[World, World]) -> Non
 
     assert homes(now) == {"Lisbon"}
     assert homes(then) == {"Porto"}
+    for w in worlds:  # every fact, open or closed: a question about the past without a time; either walk
+        for walk in (False, True):
+            ever = read(w.mem.store, Scope(user_id=w.uid), "Bruno", GraphSearchConfig(), history=True, walk=walk)
+            assert homes(ever[1]) == {"Lisbon", "Porto"}, (w.mem.store, walk)
     shallow = read(neo.mem.store, scope, "Brazil", GraphSearchConfig(depth=1, seed_memories=0))[1]
     deep = read(neo.mem.store, scope, "Brazil", GraphSearchConfig(depth=3, seed_memories=0))[1]
     assert set(shallow.entities) < set(deep.entities)

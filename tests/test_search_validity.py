@@ -320,3 +320,19 @@ def test_a_question_about_a_time_walks_the_facts_of_then(mem: Memory, uid: str) 
         {"source": "Maya", "relation": "worksFor", "target": "Acme", "valid_to": "2023-02-01"}])
     out = mem.search("Where did Maya work in 2021?", user_id=uid, top_k=2)["results"]
     assert acme in [h["id"] for h in out]
+
+
+def test_a_question_about_the_past_walks_every_fact(mem: Memory, uid: str) -> None:
+    """"before Porto" names no time: the graph reads closed facts too, so the memory of the home left
+    joins the ranking however it scored, and comes first."""
+    lisbon = mem.add("Home sweet home in Lisbon.", user_id=uid, infer=False, timestamp="2021-02-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "livesIn", "target": "Lisbon", "source_type": "Person",
+         "target_type": "City"}])["results"][0]["id"]
+    for n in range(8):
+        mem.add(f"Did Maya live near the sea before, Maya wonders, number {n}", user_id=uid, infer=False,
+                timestamp="2024-01-10T09:00:00Z")
+    mem.add("We moved to Porto.", user_id=uid, infer=False, timestamp="2023-03-01T09:00:00Z", triples=[
+        {"source": "Maya", "relation": "livesIn", "target": "Porto", "source_type": "Person",
+         "target_type": "City"}])
+    out = mem.search("Where did Maya live before Porto?", user_id=uid, top_k=2)["results"]
+    assert out[0]["id"] == lisbon

@@ -137,9 +137,11 @@ def search_steps(
     flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
     n = max(req.k * cfg.overfetch, cfg.min_candidates)
     past = req.as_of is None and asks_about_past(req.text)
-    # the graph reads the facts of the time asked about ("where did she work in 2021?"), else of as_of or now
+    # the graph reads the facts of the time asked about ("where did she work in 2021?"), every fact for
+    # another question about the past ("before Porto?"), else those of as_of or now
     then = req.as_of or (question_time(req.text) if past else None)
-    gq = graph_query(req.text, cfg.graph, then, usable) if cfg.weights.get("graph", 0.0) > 0 else None
+    gq = graph_query(req.text, cfg.graph, then, usable, history=past and then is None) \
+        if cfg.weights.get("graph", 0.0) > 0 else None
     # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
     wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
     # the relations whose statements go in time order, when the ontology is at hand (a store of text

@@ -150,14 +150,15 @@ def _short(ontology: Ontology | None, iri: str) -> str:
 
 
 def graph_query(query: str, cfg: GraphSearchConfig, as_of: datetime | None = None,
-                vector: Vector | None = None) -> GraphQuery:
-    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by."""
+                vector: Vector | None = None, history: bool = False) -> GraphQuery:
+    """What to fetch for ``query``: its n-grams to link, how far to walk, and the vector to score by;
+    the facts valid at ``as_of`` (else the open ones), or every fact (``history``)."""
     # the best text hits seed PageRank and the bridge; the walk starts from the linked entities only
     seeded = cfg.scoring == "ppr" or cfg.bridge_weight > 0
     return GraphQuery(
         keys=tuple(query_ngrams(query)), max_seeds=MAX_SEEDS, seed_memories=cfg.seed_memories if seeded else 0,
         depth=cfg.depth, max_frontier=cfg.max_frontier, max_facts=cfg.max_facts, max_mentions=cfg.max_mentions,
-        hub_degree=cfg.hub_degree, as_of=as_of, vector=vector,
+        hub_degree=cfg.hub_degree, as_of=as_of, history=history, vector=vector,
     )
 
 

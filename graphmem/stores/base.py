@@ -318,6 +318,9 @@ class GraphQuery:
     are not fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""
     as_of: datetime | None = None
     """Facts valid at this instant (``valid_from <= as_of < valid_to``); ``None``: the open facts."""
+    history: bool = False
+    """Every fact, open or closed, whatever ``as_of`` says: a question about the past without a time
+    ("where did she live before Porto?")."""
     vector: Vector | None = field(default=None, compare=False)
     """The query vector: the records come back with their cosine to it (``Subgraph.similarity``)."""
 
@@ -628,11 +631,12 @@ class Store(ABC):
 
     @abstractmethod
     def facts(
-        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+        history: bool = False,
     ) -> list[Relation]:
         """Per given entity, its first ``limit`` facts in scope by fact id, either direction, valid at
-        ``as_of`` (``None``: open); each fact once, sorted by id, its ``memory_ids`` cut to the first
-        ``support`` by id. An entity given twice counts once."""
+        ``as_of`` (``None``: open; ``history``: any time); each fact once, sorted by id, its
+        ``memory_ids`` cut to the first ``support`` by id. An entity given twice counts once."""
 
     @abstractmethod
     def records(

@@ -612,10 +612,12 @@ class SQLiteStore(Store):
             return graph.memory_entities(conn, scope, memory_ids)
 
     def facts(
-        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+        history: bool = False,
     ) -> list[Relation]:
         with self._read() as conn:
-            return graph.facts(conn, scope, entity_ids, as_of=as_of, limit=limit, support=support)
+            return graph.facts(conn, scope, entity_ids, as_of=as_of, limit=limit, support=support,
+                               history=history)
 
     def records(
         self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None

@@ -408,9 +408,9 @@ def memory_entities(conn: sqlite3.Connection, scope: Scope, memory_ids: Sequence
 
 def facts(
     conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int,
-    support: int,
+    support: int, history: bool = False,
 ) -> list[Relation]:
-    valid, vparams = (("r.valid_to IS NULL", []) if as_of is None else
+    valid, vparams = (("1", []) if history else ("r.valid_to IS NULL", []) if as_of is None else
                       ("(r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)",
                        [iso(as_of)] * 2))
     where, params = scope_sql(scope, alias="r", indexed=False)

@@ -46,7 +46,8 @@ def neighbourhood(
         ends: dict[str, None] = {}
         # only facts new in this hop can have unreached ends: one found again joins the entity it
         # was first found from and this frontier's entity, both reached
-        for rel in store.facts(scope, expand, as_of=q.as_of, limit=q.max_facts, support=q.max_mentions):
+        for rel in store.facts(scope, expand, as_of=q.as_of, limit=q.max_facts, support=q.max_mentions,
+                               history=q.history):
             if rel.id in facts:
                 continue
             facts[rel.id] = rel

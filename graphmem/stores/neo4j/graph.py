@@ -164,11 +164,12 @@ def memory_entities(scope: Scope, memory_ids: Sequence[str]) -> Statements[list[
 
 def facts(
     scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+    history: bool = False,
 ) -> Statements[list[Relation]]:
     params: dict[str, Any] = {"ids": unique(entity_ids), "limit": int(limit), "support": int(support)}
-    if as_of is not None:
+    if as_of is not None and not history:
         params["as_of"] = to_utc(as_of)
-    valid = q.FACT_OPEN if as_of is None else q.FACT_VALID_AT
+    valid = "true" if history else q.FACT_OPEN if as_of is None else q.FACT_VALID_AT
     rows = (rec.data() for rec in (yield run(q.facts(conjunction(valid, scope_where(scope, "r", params))), params)))
     return sorted((to_relation(row) for row in rows if not gone(row["fact"])), key=lambda r: r.id)
 

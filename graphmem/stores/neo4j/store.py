@@ -271,12 +271,13 @@ class Neo4jStore(Store):
         return self._db.read_steps("memory_entities", lambda: graph.memory_entities(scope, memory_ids))
 
     def facts(
-        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+        history: bool = False,
     ) -> list[Relation]:
         if not entity_ids:
             return []
         return self._db.read_steps("facts", lambda: graph.facts(scope, entity_ids, as_of=as_of, limit=limit,
-                                                             support=support))
+                                                             support=support, history=history))
 
     def records(
         self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None

@@ -255,11 +255,13 @@ def neighbourhood_cypher(
     (``record_proj`` projects it), ``carry`` the caller's variables to keep. The walk is the SQLite
     store's, step for step (see ``sqlite_graph.neighbourhood``): the same linking, frontier order and
     cuts, so both stores return the same subgraph. The text depends only on the scope's fields,
-    ``q.depth`` and ``q.as_of`` being set; every value goes into ``params``.
+    ``q.depth``, ``q.history`` and ``q.as_of`` being set; every value goes into ``params``.
     """
     params.update(g_keys=list(q.keys), g_max_seeds=int(q.max_seeds), g_max_frontier=int(q.max_frontier),
                   g_max_facts=int(q.max_facts), g_max_mentions=int(q.max_mentions), g_hub_degree=int(q.hub_degree))
-    if q.as_of is not None:
+    if q.history:
+        valid = "true"
+    elif q.as_of is not None:
         params["g_as_of"] = to_utc(q.as_of)
         valid = "(r.valid_from IS NULL OR r.valid_from <= $g_as_of) AND (r.valid_to IS NULL OR r.valid_to > $g_as_of)"
     else:
