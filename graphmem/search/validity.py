@@ -31,12 +31,10 @@ from ..models import MemoryRecord, MemoryType, iso
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from ..extraction.rules.reading import Statement
     from ..models import Relation
     from ..ontology import Ontology
     from ..stores.base import FactStates, Subgraph
-
-Statement = tuple[str, str, str]
-"""(relation IRI, subject, object), names casefolded: what a memory's text is read to state."""
 
 SUPERSEDED: Final = 0.5
 """Score factor of a superseded memory in a question about the present (``bench/updates.py``)."""
@@ -391,7 +389,8 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
         return True
     if any(iri in relations for iri, _, _ in read):
         return False  # about someone else ("my partner got a job at NTNU")
-    return any(_says(_words(rec.memory), iri, onto) for iri in relations)
+    words = _words(rec.memory)
+    return any(_says(words, iri, onto) for iri in relations)
 
 
 def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
