@@ -1,7 +1,7 @@
 """``import spacy`` without its command line, which the rules never use.
 
 spaCy's package ``__init__`` imports ``spacy.cli`` for one name (``spacy.info``), and the command
-line pulls in typer, weasel, httpx and requests: about a third of spaCy's import time, paid by the
+line pulls in typer, weasel, httpx and requests: much of spaCy's import time, paid by the
 first ``add`` of every process (``bench/startup.py``). The first import of spaCy here therefore
 finds a stand-in for ``spacy.cli.info`` whose ``info`` imports the real one when called, and
 ``spacy.cli`` is imported on first use of the attribute; ``import spacy.cli`` loads the real package
