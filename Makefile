@@ -5,12 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test test-local lint unit venv neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-updates bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
+.PHONY: demo test test-local lint unit venv docs neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-updates bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks,langgraph,langchain,agents]'
+	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks,langgraph,langchain,agents,docs]'
 	$(BIN)/graphmem models pull >/dev/null  # the default embedder's files, once (see graphmem/embedding/files.py)
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
@@ -19,7 +19,7 @@ venv: $(STAMP)
 demo: venv  ## add a short conversation, show the guard at work (superseded and rejected facts), search it: offline
 	$(BIN)/graphmem demo
 
-test: venv lint shacl-tests chromium  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
+test: venv lint docs shacl-tests chromium  ## the whole suite; starts Neo4j unless NEO4J_URI already answers
 	bash tools/run-tests.sh $(ARGS)
 
 lint: venv
@@ -28,6 +28,9 @@ lint: venv
 
 unit: venv  ## tests without Neo4j (its tests skip unless CI=true)
 	$(BIN)/pytest -q $(ARGS)
+
+docs: venv  ## the documentation site into build/site (MkDocs, --strict: a broken link or a missing page fails)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 notebooks-strip: venv  ## remove outputs and run metadata from notebooks/*.ipynb before committing them
 	$(BIN)/python notebooks/strip.py

@@ -22,7 +22,7 @@ from .errors import ConfigError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 def default_home() -> Path:
@@ -66,6 +66,8 @@ def _describe(exc: ValidationError) -> str:
 
 
 class StoreConfig(_Section):
+    """Where memories, entities and facts are kept: the embedded SQLite file or a Neo4j server."""
+
     provider: str = Field("sqlite", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt.
     Another name: a backend registered with :func:`graphmem.stores.register_store` or installed as a
@@ -79,6 +81,7 @@ class StoreConfig(_Section):
     taken out into ``user`` and ``password`` when the config loads, so the URI kept and shown never
     holds them (the Neo4j driver refuses userinfo in a URI anyway)."""
     user: str = "neo4j"
+    """Neo4j user name. Also from ``GRAPHMEM_STORE__USER``."""
     password: SecretStr | None = None
     """Never printed (``repr``, ``model_dump_json`` show ``**********``); read it with
     ``.get_secret_value()``. Also from ``GRAPHMEM_STORE__PASSWORD``."""
@@ -90,8 +93,8 @@ class StoreConfig(_Section):
     """Time within which a Neo4j transaction that failed transiently (a deadlock, a leader switch)
     is run again, after pauses of a few milliseconds, doubling."""
     conflict_retries: int = Field(16, ge=0, le=1000)
-    """Times a write is planned again when a concurrent writer changed what its plan read (see the
-    README's "Concurrency"). Each of n writers racing for one entity commits after at most n plans."""
+    """Times a write is planned again when a concurrent writer changed what its plan read (docs:
+    "Concurrency"). Each of n writers racing for one entity commits after at most n plans."""
     write_batch_size: int = Field(1000, ge=1)
     """Rows per ``UNWIND`` batch for bulk writes."""
     fulltext_analyzer: str = Field("english", pattern=r"^[a-z][a-z0-9_-]{0,63}$")
@@ -99,7 +102,7 @@ class StoreConfig(_Section):
     db.index.fulltext.listAvailableAnalyzers()``: ``english``, ``standard-folding``, ``german``,
     ``cjk``…); a store whose index has another one keeps it, with a warning, until ``optimize()``
     rebuilds it. ``english`` stems and drops stop words but keeps accents, so a query that writes a
-    name without its accents misses it (``standard-folding`` folds them; see the README's Benchmarks).
+    name without its accents misses it (``standard-folding`` folds them; see the docs' Benchmarks).
     SQLite's FTS5 index always stems (Porter) and folds accents."""
     vector_exact_max: int = Field(2_000, ge=0)
     """Neo4j: a scope of at most this many memories is scored exactly (cosine over the scope, found
@@ -149,6 +152,8 @@ class StoreConfig(_Section):
 
 
 class EmbedderConfig(_Section):
+    """The model that turns memories and queries into vectors; a store keeps the one it was made with."""
+
     provider: Literal["auto", "onnx", "openai", "sentence-transformers", "hashing"] = "auto"
     """``auto``: OpenAI when ``OPENAI_API_KEY`` is set, else ``onnx`` (all-MiniLM-L6-v2 with ONNX
     Runtime, no PyTorch); a store keeps the embedder it was created with. ``hashing`` (vectors of
@@ -161,7 +166,10 @@ class EmbedderConfig(_Section):
     api_key: SecretStr | None = None
     """Never printed; ``None`` lets the openai client read ``OPENAI_API_KEY``."""
     base_url: str | None = None
+    """An OpenAI-compatible embeddings endpoint (``openai`` provider); ``None``: api.openai.com or
+    ``OPENAI_BASE_URL``."""
     batch_size: int = Field(128, ge=1)
+    """Texts per embedding request or forward pass."""
     precision: Literal["auto", "float32"] = "auto"
     """sentence-transformers: ``auto`` computes the model's matrix products in bfloat16 (autocast; the
     weights stay float32) where the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), after
@@ -169,20 +177,31 @@ class EmbedderConfig(_Section):
     keeps ``encode``'s numbers (within 1e-5) everywhere, for vectors that must be the same on every
     machine."""
     timeout_s: float = Field(60.0, gt=0)
+    """Seconds one embedding request may take (``openai`` provider)."""
     max_retries: int = Field(3, ge=0)
+    """Retries of a failed embedding request (429, 5xx, timeouts), with backoff."""
 
 
 class LLMConfig(_Section):
+    """The extractor: an OpenAI-compatible chat model, or with ``provider: none`` the offline rules."""
+
     provider: Literal["none", "openai"] = "none"
     """``openai``: any OpenAI-compatible chat endpoint (``base_url`` for Ollama, vLLM, LM Studio, Azure).
     ``none``: the rule-based extractor (spaCy rules from the ontology's labels and synonyms)."""
     model: str = "gpt-4o-mini"
+    """The chat model the ``openai`` provider asks (the name the server knows it by)."""
     api_key: SecretStr | None = None
     """Never printed; ``None`` falls back to ``OPENAI_API_KEY``."""
     base_url: str | None = None
+    """An OpenAI-compatible chat endpoint (``http://localhost:11434/v1`` for Ollama); ``None``: api.openai.com
+    or ``OPENAI_BASE_URL``."""
     temperature: float = 0.0
+    """Sampling temperature of extraction calls; 0 makes the same conversation extract alike."""
     max_output_tokens: int = Field(4096, ge=256)
+    """Most tokens an extraction answer may take; sized down to the room the prompt leaves when the window is
+    known."""
     timeout_s: float = Field(60.0, gt=0)
+    """Seconds one extraction request may take; a timed-out request is not sent again."""
     max_retries: int = Field(3, ge=0)
     """Transport retries (429, 5xx, timeouts) done by the openai client, with backoff."""
     output_retries: int = Field(2, ge=0)
@@ -201,13 +220,15 @@ class LLMConfig(_Section):
     """With ``provider: none``: one memory per sentence (verbatim), per clause (``statement``: short
     third-person statements, "Maya lives in Lisbon."), or per speaker turn (or paragraph). Whole turns
     keep the context a sentence loses ("I did!" after a question) and index fewer rows; statements
-    match what a reader would remember and rank worse in retrieval (README, offline extraction)."""
+    match what a reader would remember and rank worse in retrieval (docs: Extraction)."""
     rules_small_talk: bool = False
     """With ``provider: none``: keep turns made only of pleasantries ("Thanks! How can I help?") as
     memories; off, they are not stored (they answer no later question)."""
 
 
 class DedupConfig(_Section):
+    """When a new memory or entity is one already stored."""
+
     memory_similarity: float = Field(0.95, ge=0, le=1)
     """An extracted memory whose embedding has at least this cosine similarity with one already in
     the scope is not stored again (event ``NONE``). 1.0 turns it off; verbatim adds use exact hashes."""
@@ -218,10 +239,16 @@ class DedupConfig(_Section):
 
 
 class ChunkingConfig(_Section):
+    """How a long conversation is cut into chunks for extraction; nothing is ever cut off."""
+
     strategy: Literal["fixed", "sentence", "recursive", "semantic"] = "recursive"
+    """How a long conversation is cut into chunks: ``fixed`` token windows, ``sentence`` boundaries,
+    ``recursive`` (the largest of paragraphs, lines, sentences, words that fits) or ``semantic``
+    (where the topic changes, by embedding)."""
     max_tokens: int = Field(2000, ge=16)
     """Token budget per chunk sent to the extractor. Longer input is split, never truncated."""
     overlap_tokens: int = Field(0, ge=0)
+    """Tokens a chunk repeats from the end of the previous one; below ``max_tokens``."""
     tokenizer: str | None = None
     """tiktoken encoding name; ``None`` picks the LLM model's encoding when available, else an offline
     estimate (the chunk result says which counter was used)."""
@@ -236,6 +263,8 @@ class ChunkingConfig(_Section):
 
 
 class OntologyConfig(_Section):
+    """The ontology (Turtle) whose terms facts use, and the SHACL shapes every fact is checked by."""
+
     ontology: list[Path] | None = None
     """Turtle files or folders of the ontology; ``None``: graphmem's default upper ontology."""
     shapes: list[Path] | None = None
@@ -305,6 +334,7 @@ class DecayConfig(_Section):
     memory's fused score is halved (age from ``event_time``, else ``created_at``). Absent types do not
     decay (the default: nothing decays); the factor never falls below ``floor``."""
     floor: float = Field(0.3, ge=0.0, le=1.0)
+    """The lowest the decay factor goes: an old memory keeps at least this share of its score."""
     access: bool = True
     """Memories that search returns often fade slower: the half-life is multiplied by
     ``1 + access_boost * log2(1 + uses)``, ``uses`` being how often a search returned the memory
@@ -314,8 +344,11 @@ class DecayConfig(_Section):
     buffer, which holds only access counts. ``as_of`` searches neither count uses nor record any
     (what was known then). Off, or with no half-life, nothing is recorded."""
     access_boost: float = Field(1.0, ge=0.0)
+    """How much each doubling of a memory's uses lengthens its half-life (see ``access``)."""
     flush_every: int = Field(64, ge=1, le=1_000_000)
+    """Buffered uses are written after this many memories (see ``access``)."""
     flush_seconds: float = Field(10.0, ge=0.0)
+    """Buffered uses are written at the latest after this many seconds (see ``access``)."""
 
     @model_validator(mode="after")
     def _check_half_lives(self) -> DecayConfig:
@@ -326,10 +359,13 @@ class DecayConfig(_Section):
 
 
 class RerankConfig(_Section):
+    """An optional cross-encoder that re-orders the best fused results."""
+
     model: str | None = None
     """A sentence-transformers CrossEncoder (model name or local path; needs the ``local`` extra)
     that re-orders the best ``top_n`` fused results; ``None``: no reranking."""
     top_n: int = Field(20, ge=1, le=1000)
+    """How many of the best fused results the cross-encoder re-orders."""
 
     @field_validator("model")
     @classmethod
@@ -341,7 +377,10 @@ class RerankConfig(_Section):
 
 
 class SearchConfig(_Section):
+    """Search's defaults: how many results, and how the vector, full-text and graph signals fuse."""
+
     top_k: int = Field(10, ge=1, le=1000)
+    """Results a search returns when the call does not say."""
     threshold: float | None = None
     """Default minimum fused score; ``None`` keeps everything up to ``top_k``."""
     weights: dict[str, float] = Field(default_factory=lambda: {"vector": 0.6, "fulltext": 0.4, "graph": 0.8})
@@ -353,12 +392,12 @@ class SearchConfig(_Section):
     fused list."""
     min_candidates: int = Field(60, ge=1, le=10_000)
     """Candidates per signal however small ``top_k`` is: the fusion and the graph's seeds need a pool
-    wider than the answer; more costs latency (see the README's Benchmarks)."""
+    wider than the answer; more costs latency (see the docs' Benchmarks)."""
     normalize: Literal["scale", "minmax"] = "scale"
     """How each signal's scores are mapped to [0, 1] before their weighted sum: ``scale`` keeps cosine
     and graph scores as they are and divides BM25 (unbounded) by the query's best; ``minmax``
     stretches each signal over the query's candidates, so a signal whose scores lie close together
-    still separates its hits (it ranks differently from ``scale`` per data set: see the README)."""
+    still separates its hits (it ranks differently from ``scale`` per data set: docs, Benchmarks)."""
     graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     decay: DecayConfig = Field(default_factory=DecayConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
@@ -451,6 +490,8 @@ def upgrade_search(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class LimitsConfig(_Section):
+    """Bounds on inputs, so a bad or hostile call gets a clear error instead of exhausting memory."""
+
     max_memory_chars: int = Field(100_000, ge=1)
     """A single stored memory's size limit; longer input is refused with a clear error, never cut."""
     max_batch: int = Field(10_000, ge=1)
@@ -488,7 +529,9 @@ class ServerKeyConfig(_Section):
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     """Hex SHA-256 of the key: what ``graphmem serve --new-key`` prints for a keys file."""
     user_id: str | None = None
+    """The user the key is bound to (see ``run_id``)."""
     agent_id: str | None = None
+    """The agent the key is bound to (see ``run_id``)."""
     run_id: str | None = None
     """The scope the key is bound to: requests can narrow it (add a field it leaves open), never
     change or widen it. A tenant key binds at least one field."""
@@ -513,7 +556,9 @@ class ServerConfig(_Section):
     """The REST server (``graphmem serve``); the library itself never reads this section."""
 
     host: str = "127.0.0.1"
+    """Address the server listens on; loopback by default (``--host 0.0.0.0`` to serve others)."""
     port: int = Field(8000, ge=0, le=65535)
+    """Port the server listens on."""
     keys: list[ServerKeyConfig] = Field(default_factory=list)
     """API keys (``GRAPHMEM_SERVER__KEYS`` takes them as JSON); without any key the server does not
     start, unless ``--insecure-local``."""
@@ -527,7 +572,8 @@ class MemoryConfig(BaseSettings):
     """Root configuration. Every field has a default, so ``MemoryConfig()`` is a working setup."""
 
     model_config = SettingsConfigDict(
-        env_prefix="GRAPHMEM_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
+        env_prefix="GRAPHMEM_", env_nested_delimiter="__", extra="forbid", case_sensitive=False,
+        use_attribute_docstrings=True,
     )
 
     home: Path = Field(default_factory=default_home)
@@ -542,6 +588,7 @@ class MemoryConfig(BaseSettings):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     version: str = "v1"
+    """Version of the configuration format."""
 
     @model_validator(mode="before")
     @classmethod

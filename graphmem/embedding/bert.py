@@ -10,7 +10,7 @@ text's tokens, then :meth:`Embedder.embed` normalises. Texts are tokenised by th
 
 Why ONNX Runtime and not NumPy: a NumPy forward pass measured several times slower (its GELU alone
 cost as much as the matrix products), and ONNX Runtime's fused kernels beat PyTorch's ``encode``
-(the README's figures, ``bench/embedding.py``).
+(the docs' Benchmarks, ``bench/embedding.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``granularity="statement"`` (opt-in): "I live in Lisbon and I work at Northwind." said by Maya becomes
 "Maya lives in Lisbon." and "Maya works at Northwind.", what a reader would note; a clause alone loses
-the context a whole sentence keeps, which retrieval pays for (the README measures it). The parse decides,
+the context a whole sentence keeps, which retrieval pays for (the docs' Benchmarks measure it). The parse decides,
 never a word list:
 clauses are a verb's coordinated verbs (``conj``, borrowing the subject they share) and comma-joined
 clauses with their own subject ("I'm 34, I was born in Curitiba"); a comma-set apposition of a name

@@ -95,7 +95,7 @@ def wire(props: dict[str, Any]) -> dict[str, Any]:
     ``DATETIME`` (UTC).
 
     Why: the driver encodes a Python datetime through ``neo4j.time`` in pure Python, the largest
-    client cost of a bulk write (a memory and its ADD event carry three; README, "Batched ingest");
+    client cost of a bulk write (a memory and its ADD event carry three; docs: Benchmarks, "Batched ingest");
     two integers cost next to nothing."""
     times = {k: _epoch_pair(v) for k, v in props.items() if isinstance(v, datetime)}
     return {"props": {k: v for k, v in props.items() if v is not None and k not in times}, "t": times}

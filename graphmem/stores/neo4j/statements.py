@@ -45,7 +45,7 @@ class _ShortRepr(list[Any]):
 
     Why: the driver formats every RUN for its debug log before it asks whether that level is on,
     ``repr`` of all parameters included, which for rows with embeddings costs more than sending them
-    (README, "Batched ingest"). The driver packs a list subclass as the list it is."""
+    (docs: Benchmarks, "Batched ingest"). The driver packs a list subclass as the list it is."""
 
     __slots__ = ()
 
