@@ -6,7 +6,9 @@ The kernel gets a newcomer's environment: no ``GRAPHMEM_*`` or ``OPENAI_*`` sett
 developer's (the suite's ontology cache aside), matplotlib's Agg backend, Jupyter and IPython folders
 in the test's temporary folder, and a ``GRAPHMEM_HOME`` that must stay empty, since every notebook has
 to make its own temporary home. Notebooks that need Neo4j get the suite's server (``NEO4J_URI`` …, see
-``conftest.py``): they skip without one on a laptop and fail under ``CI=true``.
+``conftest.py``): they skip without one on a laptop and fail under ``CI=true``. The analysts' notebook
+also runs as a user runs it, ``jupyter nbconvert --execute`` (the ``notebooks`` extra), without
+``NEO4J_URI``: it must then start a Neo4j server of its own on a free port and stop it at the end.
 
 Committed notebooks carry no outputs, execution counts or run metadata (``notebooks/strip.py``,
 ``make notebooks-strip``); what a run adds is exactly what stripping removes.
@@ -17,6 +19,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import shutil
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +31,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import NEO4J_PASSWORD, NEO4J_URI, NEO4J_USER
+from tests.conftest import IN_CI, NEO4J_PASSWORD, NEO4J_URI, NEO4J_USER
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -104,6 +110,45 @@ def test_notebook_runs(name: str, kernel_env: Path, request: pytest.FixtureReque
     assert not kernel_env.exists(), f"{name} wrote to the GRAPHMEM_HOME it inherited instead of its own"
     assert nbformat.writes(strip.strip(nb)) + "\n" == path.read_text(encoding="utf-8"), (
         f"{name}: a run changed more than outputs and run metadata")
+
+
+@pytest.mark.slow
+@pytest.mark.neo4j
+@pytest.mark.timeout(600)
+def test_analysts_notebook_starts_its_own_neo4j_under_nbconvert(kernel_env: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``NEO4J_URI`` the notebook never falls back to a server on the default port (whoever's it
+    is): it starts one of its own with the checkout's launcher, on a free port, and stops it."""
+    if shutil.which(os.environ.get("JAVA", "java")) is None:
+        if IN_CI:
+            pytest.fail("CI=true but there is no java for the notebook's own Neo4j", pytrace=False)
+        pytest.skip("no java: the analysts' notebook starts a Neo4j of its own without NEO4J_URI")
+    monkeypatch.delenv("NEO4J_URI")
+    out = tmp_path / "out"
+    done = subprocess.run([str(Path(sys.executable).with_name("jupyter")), "nbconvert", "--to", "notebook",
+                           "--execute", f"--ExecutePreprocessor.kernel_name={KERNEL}",
+                           f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S * 2}", "--output-dir", str(out),
+                           str(NOTEBOOKS / "03-analysts.ipynb")], capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stderr[-4000:]
+    nb = nbformat.read(out / "03-analysts.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code) and not [o for c in code for o in c.outputs if o.output_type == "error"]
+    said = "".join(o.get("text", "") for o in code[0].outputs)
+    started = re.search(r"Neo4j at bolt://127\.0\.0\.1:(\d+) \(started here\)", said)
+    assert started, said
+    port = int(started.group(1))
+    assert port != 7687 and f":{port}" not in NEO4J_URI
+    with socket.socket() as s:  # stopped at the end: nothing listens there any more
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+    assert not kernel_env.exists()
+    assert nbformat.writes(strip.strip(nb)) + "\n" == (NOTEBOOKS / "03-analysts.ipynb").read_text(encoding="utf-8")
+
+
+def test_the_neo4j_notebook_has_no_default_server() -> None:
+    """Only NEO4J_URI or a server the notebook started: no fallback address in its code."""
+    nb = nbformat.read(NOTEBOOKS / "03-analysts.ipynb", as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert 'os.environ.get("NEO4J_URI")' in code and "7687" not in code and "localhost" not in code
 
 
 @pytest.mark.parametrize("path", notebooks(), ids=lambda p: p.stem)

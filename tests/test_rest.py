@@ -1,13 +1,16 @@
 """The REST server over real HTTP: uvicorn on a free port of 127.0.0.1, requests with httpx, on both
 backends. Scopes per API key (another tenant's id is a missing id), cursor pages, error statuses
 with problem+json bodies, body limits, admin-only endpoints, logs. Tests on the shared Neo4j use
-their own tenants and never call reset or optimize (they span every tenant)."""
+their own tenants and never call reset or optimize there (they span every tenant, whoever's server
+it is): the test of those starts a Neo4j server of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,7 +34,7 @@ from graphmem.servers.rest import create_app, running
 from graphmem.stores.sqlite import SQLiteStore
 from graphmem.testing import StandinServer
 from graphmem.testing.fake_llm import fact_responder
-from tests.conftest import make_config
+from tests.conftest import IN_CI, NEO4J_PASSWORD, make_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEM = "application/problem+json"
@@ -276,13 +279,46 @@ def test_admin_cypher(api: Api, backend: str) -> None:
     problem_of(admin.post("/v1/admin/cypher", json={"query": "MATCH (n RETURN n"}), 422, "InvalidInputError")
 
 
-def test_admin_reset_optimize_and_dry_run(backend: str, tmp_path: Path) -> None:
-    if backend == "neo4j":
-        pytest.skip("reset and optimize span every tenant of the shared Neo4j (and optimize rebuilds its indexes)")
+NEO4J_LAUNCHER = ROOT / "tools" / "neo4j" / "neo4j.sh"
+
+
+@contextlib.contextmanager
+def own_neo4j(home: Path) -> Iterator[str]:
+    """A Neo4j server this test starts and stops: the bundled launcher on a free port, its data in
+    ``home``. Reset and optimize act on every tenant of a server, so they never run on the suite's
+    (``NEO4J_URI`` may be a developer's own server, and other test runs may be using it). Without
+    Java the test skips, except under ``CI=true``, where it fails."""
+    if shutil.which(os.environ.get("JAVA", "java")) is None:
+        if IN_CI:
+            pytest.fail("CI=true but there is no java to start a Neo4j of the test's own", pytrace=False)
+        pytest.skip("no java: the reset test starts a Neo4j of its own (tools/neo4j)")
+    port = _free_port()
+    env = {**os.environ, "GRAPHMEM_NEO4J_HOME": str(home), "GRAPHMEM_NEO4J_PORT": str(port),
+           "GRAPHMEM_NEO4J_HEAP": "512m", "GRAPHMEM_NEO4J_PAGECACHE": "64m", "NEO4J_PASSWORD": NEO4J_PASSWORD}
+    started = subprocess.run(["bash", str(NEO4J_LAUNCHER), "start"], env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        ready = subprocess.run(["bash", str(NEO4J_LAUNCHER), "wait", "180"], env=env, capture_output=True, text=True)
+        assert ready.returncode == 0, ready.stdout + ready.stderr
+        yield f"bolt://127.0.0.1:{port}"
+    finally:
+        subprocess.run(["bash", str(NEO4J_LAUNCHER), "stop"], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("neo4j", marks=[pytest.mark.neo4j, pytest.mark.slow])])
+def test_admin_reset_optimize_and_dry_run(store: str, tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        cfg = make_config(store, tmp_path)
+        if store == "neo4j":  # every tenant of a server the test started, and nobody else's
+            cfg["store"]["uri"] = stack.enter_context(own_neo4j(tmp_path / "neo4j"))
+        admin_and_reset(cfg, store)
+
+
+def admin_and_reset(cfg: dict[str, Any], store: str) -> None:
     admin_key, tenant_key = new_key(), new_key()
-    cfg = make_config(backend, tmp_path, server={"keys": [{"id": "ops", "api_key": admin_key, "admin": True},
-                                                          {"id": "t", "api_key": tenant_key, "user_id": "wei"}]})
-    with running(create_app(cfg)) as url, httpx.Client(base_url=url, timeout=60) as c:
+    cfg = {**cfg, "server": {"keys": [{"id": "ops", "api_key": admin_key, "admin": True},
+                                      {"id": "t", "api_key": tenant_key, "user_id": "wei"}]}}
+    with running(create_app(cfg)) as url, httpx.Client(base_url=url, timeout=120) as c:
         admin, tenant = {"Authorization": f"Bearer {admin_key}"}, {"Authorization": f"Bearer {tenant_key}"}
         add(httpx.Client(base_url=url, headers=tenant), "I live in Beijing", triples=[
             {"source": "Wei", "relation": "lives in", "target": "Beijing", "source_type": "Person",
@@ -302,10 +338,13 @@ def test_admin_reset_optimize_and_dry_run(backend: str, tmp_path: Path) -> None:
         assert "owl:imports" in body["detail"]
         problem_of(c.post("/v1/admin/dry-run", headers=admin, json={"ontology": []}), 422, "RequestValidationError")
 
-        assert c.post("/v1/admin/optimize", headers=admin).json()["backend"] == "sqlite"
+        assert c.post("/v1/admin/optimize", headers=admin).json()["backend"] == store
+        assert [r["memory"] for r in c.get("/v1/memories", headers=tenant).json()["results"]] == ["I live in Beijing"]
         problem_of(c.post("/v1/admin/reset", headers=admin, json={}), 422, "RequestValidationError")
+        problem_of(c.post("/v1/admin/reset", headers=tenant, json={"confirm": True}), 403, "AdminOnlyError")
         assert c.post("/v1/admin/reset", headers=admin, json={"confirm": True}).json() == {"reset": True}
         assert c.get("/v1/memories", headers=tenant).json()["results"] == []
+        assert c.get("/v1/facts", headers=tenant).json()["results"] == []
 
 
 # -- pages ------------------------------------------------------------------------------------------

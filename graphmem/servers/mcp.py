@@ -9,15 +9,20 @@ scope; admin keys bind none and are refused here). Unknown arguments are refused
 Every tool answers structured content (the dict the Python API returns, described by the REST
 server's response models, :mod:`.schemas`) and the same JSON as text; a graphmem error is a tool
 error carrying its type and message (a server-side fault's message stays in the log, as in REST).
+What a model reads is kept short, since it all lands in its context: descriptions are one paragraph
+without the source's indentation, answers leave out the 64-character digests (a memory's ``hash``,
+a quarantine entry's ``ontology``) unless ``include_hash`` asks for them, and an argument the schema
+refuses is one sentence naming it and what is expected, not the validator's report.
 One :class:`~graphmem.Memory` serves the process; the SDK runs the (blocking) tools in worker threads.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Annotated, Any, Final, Literal
 
 import anyio
@@ -28,7 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -36,7 +41,7 @@ from starlette.routing import Mount
 
 from .. import __version__
 from ..config import MemoryConfig, ServerConfig
-from ..errors import ConfigError, GraphmemError
+from ..errors import ConfigError, GraphmemError, clip, short
 from ..memory import Memory
 from ..models import Scope
 from . import schemas as s
@@ -57,11 +62,51 @@ INSTRUCTIONS: Final = (
     "never by arguments. Ids come from earlier results.")
 
 
+# -- answers: the REST models, less the digests a model has no use for ---------------------------------
+HashField = Annotated[str | None, Field(
+    description="The duplicate key (SHA-256 of the folded text); only with include_hash")]
+
+
+class MemoryOut(s.MemoryOut):
+    hash: HashField = None  # type: ignore[assignment]
+
+
+class ScoredMemory(s.ScoredMemory):
+    hash: HashField = None  # type: ignore[assignment]
+
+
+class SearchResponse(s.SearchResponse):
+    results: list[ScoredMemory]  # type: ignore[assignment]
+
+
+class MemoryPage(s.MemoryPage):
+    results: list[MemoryOut]  # type: ignore[assignment]
+
+
+OntologyDigest = Annotated[str | None, Field(
+    description="Digest of the ontology version that refused it; only with include_hash")]
+
+
+class QuarantineEntry(s.QuarantineEntryOut):
+    ontology: OntologyDigest = None  # type: ignore[assignment]
+
+
 class QuarantineList(BaseModel):
     """The quarantine as one object (structured tool content is an object, never a bare list)."""
 
     model_config = ConfigDict(extra="allow")
-    results: list[s.QuarantineEntryOut]
+    results: list[QuarantineEntry]
+
+
+DIGESTS: Final = ("hash", "ontology")
+"""The fields of an answer's rows that hold a 64-character digest."""
+
+
+def without_digests(rows: list[dict[str, Any]], keep: bool) -> list[dict[str, Any]]:
+    """``rows`` less their digests, unless ``keep``: 64 characters a model pays for and cannot use."""
+    if keep:
+        return rows
+    return [{k: v for k, v in row.items() if k not in DIGESTS} for row in rows]
 
 
 # -- arguments the model fills in --------------------------------------------------------------------
@@ -73,6 +118,7 @@ Limit = Annotated[int | None, Field(ge=1, description="Page size (server default
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page, to read the next one")]
 IsoTime = Annotated[str | None, Field(description="ISO-8601 time, e.g. 2024-05-01 or 2024-05-01T12:00:00Z")]
 MemoryId = Annotated[str, Field(description="A memory id from an earlier result")]
+IncludeHash = Annotated[bool, Field(description="Also each memory's hash (its duplicate key)")]
 
 
 class NoteIn(BaseModel):
@@ -105,7 +151,7 @@ class _Answer:
         try:
             data = json_safe(action(self.memory, self.scope_of(ctx)))
         except GraphmemError as exc:
-            raise ToolError(_tool_error_message(exc)) from exc
+            raise _GraphmemError(_tool_error_message(exc)) from exc
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -154,8 +200,8 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
                                                  "store each verbatim as one memory)")] = True,
         *, ctx: Context,
     ) -> Annotated[CallToolResult, s.AddManyResponse]:
-        """Remember several things at once (a conversation's history, notes to import): embedded and written in
-        bulk, each checked before anything is written. Returns add_memory's answer for each item, in order."""
+        """Remember several things at once (a conversation's history, notes to import); nothing is stored
+        if an item is invalid. Returns add_memory's answer for each item, in order."""
         batch = [it.add_args() for it in items]
         return answer(ctx, lambda m, sc: m.add_many(batch, infer=infer, **sc))
 
@@ -169,21 +215,31 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         as_of: Annotated[IsoTime, Field(description="Rank what was known at this time")] = None,
         since: Annotated[IsoTime, Field(description="Only memories at or after this time")] = None,
         until: Annotated[IsoTime, Field(description="Only memories before this time")] = None,
+        include_hash: IncludeHash = False,
         *, ctx: Context,
-    ) -> Annotated[CallToolResult, s.SearchResponse]:
-        """Find the memories most relevant to a query (vector, full-text and knowledge-graph search fused),
-        best first, each with its score."""
-        return answer(ctx, lambda m, sc: m.search(query, top_k=top_k, filters=filters, explain=explain,
-                                                   threshold=threshold, as_of=as_of, since=since, until=until, **sc))
+    ) -> Annotated[CallToolResult, SearchResponse]:
+        """Find the memories most relevant to a query (meaning, words and the knowledge graph), best first,
+        each with its score."""
+        def search(m: Memory, sc: ScopeArgs) -> dict[str, Any]:
+            found = m.search(query, top_k=top_k, filters=filters, explain=explain, threshold=threshold,
+                             as_of=as_of, since=since, until=until, **sc)
+            return {**found, "results": without_digests(found["results"], include_hash)}
 
-    def get_memory(memory_id: MemoryId, *, ctx: Context) -> Annotated[CallToolResult, s.MemoryOut]:
+        return answer(ctx, search)
+
+    def get_memory(memory_id: MemoryId, include_hash: IncludeHash = False, *,
+                   ctx: Context) -> Annotated[CallToolResult, MemoryOut]:
         """Read one memory by id, with its metadata and times."""
-        return answer(ctx, lambda m, sc: m.get(memory_id, **sc))
+        return answer(ctx, lambda m, sc: without_digests([m.get(memory_id, **sc)], include_hash)[0])
 
-    def list_memories(limit: Limit = None, cursor: Cursor = None, filters: Filters = None, *,
-                      ctx: Context) -> Annotated[CallToolResult, s.MemoryPage]:
+    def list_memories(limit: Limit = None, cursor: Cursor = None, filters: Filters = None,
+                      include_hash: IncludeHash = False, *, ctx: Context) -> Annotated[CallToolResult, MemoryPage]:
         """List memories, newest first, a page at a time (next_cursor reads the next page; null on the last)."""
-        return answer(ctx, lambda m, sc: memory_page(m, sc, filters, limit, cursor))
+        def page(m: Memory, sc: ScopeArgs) -> dict[str, Any]:
+            got = memory_page(m, sc, filters, limit, cursor)
+            return {**got, "results": without_digests(got["results"], include_hash)}
+
+        return answer(ctx, page)
 
     def delete_memory(memory_id: MemoryId, *, ctx: Context) -> Annotated[CallToolResult, s.DeleteResponse]:
         """Forget one memory, e.g. when the user asks; facts only it supported go too. Cannot be undone."""
@@ -195,8 +251,8 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
                                                       "too)")] = None,
         limit: Limit = None, cursor: Cursor = None, *, ctx: Context,
     ) -> Annotated[CallToolResult, s.EntityPage]:
-        """List the known entities (people, places, organizations...), oldest first, a page at a time, each with
-        its types, aliases and how many memories mention it."""
+        """List the known entities (people, places, organizations...), oldest first, a page at a time, with
+        their types, aliases and how many memories mention each."""
         return answer(ctx, lambda m, sc: m.entities(name=name, type=type, limit=limit, cursor=cursor, **sc))
 
     def list_facts(
@@ -213,10 +269,13 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
 
     def list_rejected(
         include_released: Annotated[bool, Field(description="Also entries a later recheck released")] = False,
+        include_hash: Annotated[bool, Field(description="Also the digest of the ontology version that refused "
+                                                        "each")] = False,
         *, ctx: Context,
     ) -> Annotated[CallToolResult, QuarantineList]:
         """Facts the ontology refused (quarantined, never lost), oldest first, each with its SHACL reasons."""
-        return answer(ctx, lambda m, sc: {"results": m.rejected(include_released=include_released, **sc)})
+        return answer(ctx, lambda m, sc: {"results": without_digests(
+            m.rejected(include_released=include_released, **sc), include_hash)})
 
     read = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     tools = [
@@ -234,10 +293,129 @@ class _StrictArguments(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
+class _GraphmemError(ToolError):
+    """A graphmem error as the model reads it: ``Type: message``."""
+
+
+class ModelTool(Tool):
+    """A tool whose errors are one plain sentence: an argument the schema refuses is named with what
+    is expected (pydantic's report carries input types, internal model names and a URL), and a graphmem
+    error reads ``Type: message`` without the SDK's ``Error executing tool ...`` before it."""
+
+    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:  # the SDK logs a ToolError caused by it with field names only
+            raise ToolError(argument_error(self.name, self.parameters, exc)) from exc
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, _GraphmemError):
+                raise exc.__cause__ from exc.__cause__.__cause__
+            raise
+
+
+def argument_error(tool: str, schema: dict[str, Any], exc: ValidationError, most: int = 3) -> str:
+    """One sentence for a model from pydantic's errors, e.g. ``search_memories: unknown argument 'foo';
+    expected query, top_k, ...``: each argument's path, what is wrong and what would be right."""
+    shape = _Schema(schema)
+    groups: dict[tuple[int | str, ...], list[Any]] = {}
+    for err in exc.errors(include_url=False):
+        loc = list(err.get("loc", ()))
+        unknown = err.get("type") == "extra_forbidden" and loc
+        path = (*shape.path(loc[:-1]), loc[-1]) if unknown else tuple(shape.path(loc))
+        groups.setdefault(path, []).append(err)  # a union's alternatives fail at one path
+    said: list[str] = []
+    for at, errs in groups.items():
+        kind, where = errs[0].get("type", ""), _path(at) or "the arguments"
+        if kind == "extra_forbidden" and at:
+            parent, name = list(at[:-1]), at[-1]
+            expected = ", ".join(shape.fields(parent)) or "none"
+            text = (f"{_path(parent)} has an unknown field {name!r}" if parent else
+                    f"unknown argument {name!r}") + f"; expected {expected}"
+        elif kind == "missing" and at:
+            text = f"missing argument {at[-1]!r}" if len(at) == 1 else f"{_path(at[:-1])} needs {at[-1]!r}"
+        else:
+            msgs = list(dict.fromkeys(str(e.get("msg", "is invalid")).removeprefix("Value error, ") for e in errs))
+            got = f", got {short(errs[0]['input'], 40)}" if "input" in errs[0] else ""
+            if all(m.startswith("Input should ") for m in msgs):  # "should be a valid string or a valid integer"
+                rest = [m.removeprefix("Input should ") for m in msgs]
+                text = f"{where} should {rest[0]}" + "".join(f" or {r.removeprefix('be ')}" for r in rest[1:]) + got
+            else:
+                text = f"{where}: {msgs[0][:1].lower()}{msgs[0][1:]}{got}"
+        said.append(clip(text, 300))
+    more = f" (and {len(said) - most} more)" if len(said) > most else ""
+    return f"{tool}: {'; '.join(said[:most]) or 'invalid arguments'}{more}."
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    """``items[0].text`` from pydantic's ``("items", 0, "text")``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class _Schema:
+    """A tool's input schema, read along an error's location."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.defs: dict[str, Any] = schema.get("$defs", {})
+
+    def resolve(self, node: Any, want: str) -> dict[str, Any]:
+        """``node`` itself or, through ``$ref`` and ``anyOf``, the first alternative that has ``want``."""
+        if not isinstance(node, dict):
+            return {}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            node = self.defs.get(ref.removeprefix("#/$defs/"), {})
+        if want in node:
+            return dict(node)
+        for alternative in node.get("anyOf", ()):
+            found = self.resolve(alternative, want)
+            if found:
+                return found
+        return {}
+
+    def path(self, loc: Sequence[int | str]) -> list[int | str]:
+        """``loc`` without pydantic's union tags (``target.int``: which alternative of ``target`` failed),
+        the parts that name no property where the schema lists the properties."""
+        kept: list[int | str] = []
+        node: Any = self.schema
+        for part in loc:
+            if isinstance(part, int):
+                kept.append(part)
+                node = self.resolve(node, "items").get("items")
+                continue
+            props = self.resolve(node, "properties").get("properties")
+            if isinstance(props, dict) and part in props:
+                kept.append(part)
+                node = props[part]
+            elif props is None and self.resolve(node, "additionalProperties"):  # a key of a free-form object
+                kept.append(part)
+                node = None
+        return kept
+
+    def fields(self, loc: Sequence[int | str]) -> list[str]:
+        """The property names of the object at ``loc`` (``[]`` where the schema does not tell)."""
+        node: Any = self.schema
+        for part in loc:
+            node = (self.resolve(node, "items").get("items") if isinstance(part, int)
+                    else self.resolve(node, "properties").get("properties", {}).get(part))
+        return list(self.resolve(node, "properties").get("properties", {}))
+
+
+def description(fn: Callable[..., Any]) -> str:
+    """The function's docstring as one paragraph: the source's indentation and line breaks are noise
+    in a model's context."""
+    return " ".join(inspect.cleandoc(fn.__doc__ or "").split())
+
+
 def _strict(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     """``fn`` as a tool whose arguments refuse unknown names: a ``user_id`` the model adds is an error it
     reads, not a value silently dropped, and the published schema says ``additionalProperties: false``."""
-    tool = Tool.from_function(fn, annotations=annotations)
+    tool = ModelTool.from_function(fn, description=description(fn), annotations=annotations)
     base = tool.fn_metadata.arg_model
     strict: type[ArgModelBase] = type(base.__name__, (base,), {
         "model_config": {**base.model_config, **_StrictArguments.model_config}, "__module__": base.__module__})

@@ -4,6 +4,8 @@ One :class:`~graphmem.Memory` per server process, opened before the first reques
 shutdown; every engine call is blocking and runs in the threadpool (the endpoints are plain
 functions). Each request's scope comes from its API key (:mod:`.auth`); errors are problem+json
 (:mod:`.errors`); bodies are bounded and every request is one JSON log line (:mod:`.middleware`).
+The API's documentation pages (``/docs``, ``/redoc``) load their scripts from the server itself, so
+they work without internet access.
 
 Memory lists page with cursors: ``GET /v1/memories`` is newest first (``created_at`` descending,
 then ``id``), and ``next_cursor`` holds the last row's (``created_at``, ``id``); the next page asks
@@ -25,21 +27,23 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..config import MemoryConfig
-from ..errors import ConfigError, GraphmemError, InvalidInputError, OntologyError, clip, short
+from ..errors import ConfigError, GraphmemError, InvalidInputError, NotFoundError, OntologyError, clip, short
 from ..memory import Memory
 from ..models import Scope
 from . import schemas as s
@@ -182,7 +186,7 @@ def _add_args(req: s.AddRequest, who: Principal) -> dict[str, Any]:
             summary="List memories, newest first, a page at a time (Memory.get_all)")
 def list_memories(who: Caller, m: Engine, user_id: UserQ = None, agent_id: AgentQ = None, run_id: RunQ = None,
                   limit: LimitQ = None, cursor: CursorQ = None,
-                  filters: Annotated[str | None, Query(description="A filter as JSON (see the README's Filters)")]
+                  filters: Annotated[str | None, Query(description="A filter as JSON (see the docs' Filters)")]
                   = None) -> dict[str, Any]:
     scope = who.scope(user_id, agent_id, run_id)
     return memory_page(m, scope, _json_param(filters, "filters"), limit, cursor)
@@ -344,6 +348,70 @@ _READY_SCOPE: Final = Scope(user_id="graphmem-readyz")
 def readyz(m: Engine) -> dict[str, Any]:
     m.store.count(_READY_SCOPE)
     return {"status": "ready"}
+
+
+# -- the API's documentation pages: Swagger UI at /docs, ReDoc at /redoc ---------------------------
+DOCS_ASSETS_URL: Final = "/docs/assets/"
+DOCS_ASSETS: Final[dict[str, str]] = {
+    "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "redoc.standalone.js": "text/javascript; charset=utf-8",
+    "favicon.png": "image/png",
+}
+"""What the two pages load, by name, from the files the ``fastapi-offline`` package ships (Swagger UI 5,
+ReDoc 2): FastAPI's own pages load them from a CDN, so without internet access they stay blank."""
+
+docs_router = APIRouter(include_in_schema=False)
+
+
+def docs_asset_path(name: str) -> Path:
+    """A bundled file of the documentation pages (a ``NotFoundError`` for a name they do not load)."""
+    if name not in DOCS_ASSETS:
+        raise NotFoundError(f"no file {short(name, 60)} in the API docs; they load {', '.join(sorted(DOCS_ASSETS))}")
+    import fastapi_offline
+
+    return Path(fastapi_offline.__file__).parent / "static" / name
+
+
+def _docs_urls(request: Request) -> tuple[str, str]:
+    """The schema's URL and the assets' folder, under the root path a proxy serves the API at."""
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    return f"{root}{request.app.openapi_url}", f"{root}{DOCS_ASSETS_URL}"
+
+
+@docs_router.get("/docs")
+def swagger_ui(request: Request) -> HTMLResponse:
+    openapi, assets = _docs_urls(request)
+    return get_swagger_ui_html(openapi_url=openapi, title=f"{request.app.title} API",
+                               swagger_js_url=f"{assets}swagger-ui-bundle.js",
+                               swagger_css_url=f"{assets}swagger-ui.css", swagger_favicon_url=f"{assets}favicon.png")
+
+
+@docs_router.get("/redoc")
+def redoc(request: Request) -> HTMLResponse:
+    openapi, assets = _docs_urls(request)
+    return get_redoc_html(openapi_url=openapi, title=f"{request.app.title} API",
+                          redoc_js_url=f"{assets}redoc.standalone.js", redoc_favicon_url=f"{assets}favicon.png",
+                          with_google_fonts=False)
+
+
+REDOC_LOGO: Final = b'src:"https://cdn.redoc.ly/redoc/logo-mini.svg"'
+"""ReDoc's menu shows Redocly's logo from their CDN, whatever its options: served with that address
+emptied, the page asks no other host (the image fails and ReDoc hides it)."""
+
+
+@cache
+def _redoc_js() -> bytes:
+    return docs_asset_path("redoc.standalone.js").read_bytes().replace(REDOC_LOGO, b'src:"data:,"')
+
+
+@docs_router.get(DOCS_ASSETS_URL + "{name}")
+def docs_asset(name: str) -> Response:
+    headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+    path = docs_asset_path(name)
+    if name == "redoc.standalone.js":
+        return Response(_redoc_js(), media_type=DOCS_ASSETS[name], headers=headers)
+    return FileResponse(path, media_type=DOCS_ASSETS[name], headers=headers)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -525,11 +593,12 @@ def create_app(config: MemoryConfig | dict[str, Any] | None = None, *, insecure_
                 opened, state.memory = state.memory, None
                 await run_in_threadpool(opened.close)
 
-    app = FastAPI(title="graphmem", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="graphmem", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="A memory engine for AI agents: memories and a typed knowledge graph checked "
                               "against an ontology. Every request acts within its API key's scope.")
     app.state.graphmem = state
     app.include_router(router)
+    app.include_router(docs_router)  # /docs and /redoc from bundled files, not FastAPI's CDN
     app.add_exception_handler(GraphmemError, _graphmem_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -27,7 +27,7 @@ class _Response(BaseModel):
 
 
 class Scoped(_Request):
-    """Scope fields a request may name within its key's scope (see the README's "REST server")."""
+    """Scope fields a request may name within its key's scope (see the docs' "REST server")."""
 
     user_id: ScopeId | None = None
     agent_id: ScopeId | None = None
