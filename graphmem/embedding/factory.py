@@ -74,5 +74,5 @@ def _warn_pinned_hashing(where: str) -> None:
                "(embedder.provider: auto keeps a store's embedder); its vectors match shared words, not "
                "meaning. Move the store to a real model with `graphmem reembed --embedder onnx` "
                "(all-MiniLM-L6-v2, offline) or `--embedder openai`")
-    log.warning(message)
     warnings.warn(message, HashingFallbackWarning, stacklevel=4)
+    log.warning(message)  # after the warning: the command line shows the typed line and drops this same text

@@ -8,7 +8,6 @@ and pySHACL are imported by the command that runs, not by ``graphmem --help``.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OntologyError
+from ..terminal import error, note, print_json
 
 if TYPE_CHECKING:
     from .model import Ontology
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 ontology_app = typer.Typer(help="Check, show and test ontology and SHACL shapes files.", no_args_is_help=True,
                            add_completion=False)
 console = Console(emoji=False)
-err_console = Console(stderr=True, emoji=False)
 
 OntologyOpt = Annotated[list[Path] | None, typer.Option(
     "--ontology", "-o", help="Ontology Turtle file or folder (repeatable). Default: the bundled ontology/.")]
@@ -43,7 +42,7 @@ def _paths(ontology: list[Path] | None, shapes: list[Path] | None) -> tuple[list
     try:
         default_onto, default_shapes = default_paths()
     except OntologyError as exc:
-        err_console.print(f"[bold red]OntologyError[/]: {escape(str(exc))}")
+        error("OntologyError", str(exc))
         raise typer.Exit(2) from None
     return ontology or default_onto, default_shapes if shapes is None else shapes
 
@@ -55,18 +54,20 @@ def _load(ontology: list[Path] | None, shapes: list[Path] | None) -> Ontology:
     try:
         return Ontology.load(onto_paths, shape_paths, strict=False)
     except OntologyError as exc:
-        err_console.print(f"[bold red]OntologyError[/]: {escape(str(exc))}")
+        error("OntologyError", str(exc))
         raise typer.Exit(2) from None
 
 
 def _emit_json(data: Any) -> None:
-    console.print_json(json.dumps(data, ensure_ascii=False, default=str))
+    print_json(data)
 
 
 @ontology_app.command()
 def check(ontology: OntologyOpt = None, shapes: ShapesOpt = None, as_json: JsonOpt = False) -> None:
-    """Lint ontology and shapes: syntax, meta-SHACL, unknown sh: terms, missing classes and properties,
-    impossible counts, unsafe or colliding Neo4j names, ambiguous synonyms."""
+    """Lint ontology and shapes files.
+
+    Syntax, meta-SHACL, unknown sh: terms, missing classes and properties, impossible counts, unsafe or
+    colliding Neo4j names, ambiguous synonyms."""
     from .lint import check as lint_check
 
     onto_paths, shape_paths = _paths(ontology, shapes)
@@ -98,7 +99,7 @@ def show(ontology: OntologyOpt = None, shapes: ShapesOpt = None, as_json: JsonOp
     onto = _load(ontology, shapes)
     for p in onto.problems:
         if p.severity == "error":
-            err_console.print(str(p), highlight=False, soft_wrap=True)
+            note(str(p))
     if as_json:
         _emit_json(onto.to_dict())
         return
@@ -148,16 +149,16 @@ def test_(
         folders = dict.fromkeys(p if p.is_dir() else p.parent for p in shape_paths)
         manifests = [d / "tests" / "manifest.ttl" for d in folders if (d / "tests" / "manifest.ttl").is_file()]
         if not manifests:
-            err_console.print("no test manifest given and none found under the shapes folders (tests/manifest.ttl)")
+            error("UsageError", "no test manifest given and none found under the shapes folders (tests/manifest.ttl)")
             raise typer.Exit(2)
     try:
         cases = load_cases(manifests)
         tbox = Ontology.load(onto_paths, shape_paths, strict=False).tbox if merge_ontology else None
     except OntologyError as exc:
-        err_console.print(f"[bold red]OntologyError[/]: {escape(str(exc))}")
+        error("OntologyError", str(exc))
         raise typer.Exit(2) from None
     if not cases:
-        err_console.print("the manifests hold no sht:Validate entries or DASH test cases")
+        note("the manifests hold no sht:Validate entries or DASH test cases")
         raise typer.Exit(1)
     results = run_cases(cases, tbox=tbox)
     failed = [r for r in results if not r.passed]

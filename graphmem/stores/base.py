@@ -509,6 +509,12 @@ class Store(ABC):
         """Up to ``limit`` ids of memories in scope that start with ``prefix``, in id order: the
         short ids tables show (an index range scan, not a scan of the scope)."""
 
+    def history_ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids starting with ``prefix`` that have history in scope, deleted memories'
+        included, in id order: so the short id a table showed still reaches a memory's history after
+        it is deleted. A backend without it returns none (full ids still work)."""
+        return []
+
     def get(self, memory_id: str, scope: Scope) -> MemoryRecord | None:
         """The memory, or ``None`` when it does not exist *or* lies outside ``scope``."""
         return self.records(scope, [memory_id], None, None)[0].get(memory_id)

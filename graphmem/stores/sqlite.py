@@ -750,6 +750,14 @@ class SQLiteStore(Store):
                 [prefix, prefix + "\U0010ffff", *params, limit]).fetchall()
         return [r[0] for r in rows]
 
+    def history_ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        where, params = scope_sql(scope, alias="h")
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT h.memory_id FROM history AS h WHERE h.memory_id >= ? AND h.memory_id < ? AND {where} "
+                "ORDER BY h.memory_id LIMIT ?", [prefix, prefix + "\U0010ffff", *params, limit]).fetchall()
+        return [r[0] for r in rows]
+
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         where, params = scope_sql(scope)
         fsql, fparams = filter_sql(flt)

@@ -69,3 +69,9 @@ def ids_with_prefix(scope: Scope, prefix: str, limit: int) -> Statements[list[st
     params: dict[str, Any] = {"prefix": prefix, "limit": int(limit)}
     rows = yield run(q.ids_with_prefix(scope_where(scope, "m", params)), params)
     return [r["id"] for r in rows]
+
+
+def history_ids_with_prefix(scope: Scope, prefix: str, limit: int) -> Statements[list[str]]:
+    params: dict[str, Any] = {"prefix": prefix, "limit": int(limit)}
+    rows = yield run(q.history_ids_with_prefix(scope_where(scope, "h", params)), params)
+    return [r["id"] for r in rows]

@@ -183,6 +183,10 @@ class Neo4jStore(Store):
     def ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
         return self._db.read_steps("ids_with_prefix", lambda: reads.ids_with_prefix(scope, prefix, limit))
 
+    def history_ids_with_prefix(self, scope: Scope, prefix: str, limit: int) -> list[str]:
+        return self._db.read_steps("history_ids_with_prefix",
+                                   lambda: reads.history_ids_with_prefix(scope, prefix, limit))
+
     def list_memories(self, scope: Scope, flt: Filter | None, limit: int) -> list[MemoryRecord]:
         return self._db.perform(self.job_list_memories(scope, flt, limit))
 

@@ -128,3 +128,9 @@ def count(where: str) -> str:
 def ids_with_prefix(where: str) -> str:
     """Memory ids starting with ``$prefix`` (a range seek on the id index), in id order."""
     return f"MATCH (m:Memory) WHERE m.id STARTS WITH $prefix AND {where} RETURN m.id AS id ORDER BY id LIMIT $limit"
+
+
+def history_ids_with_prefix(where: str) -> str:
+    """Ids with history events starting with ``$prefix`` (deleted memories' too; the memory_id index)."""
+    return (f"MATCH (h:HistoryEvent) WHERE h.memory_id STARTS WITH $prefix AND {where} "
+            "RETURN DISTINCT h.memory_id AS id ORDER BY id LIMIT $limit")
