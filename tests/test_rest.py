@@ -320,7 +320,7 @@ def admin_and_reset(cfg: dict[str, Any], store: str) -> None:
                                       {"id": "t", "api_key": tenant_key, "user_id": "wei"}]}}
     with running(create_app(cfg)) as url, httpx.Client(base_url=url, timeout=120) as c:
         admin, tenant = {"Authorization": f"Bearer {admin_key}"}, {"Authorization": f"Bearer {tenant_key}"}
-        add(httpx.Client(base_url=url, headers=tenant), "I live in Beijing", triples=[
+        add(httpx.Client(base_url=url, headers=tenant, timeout=120), "I live in Beijing", triples=[
             {"source": "Wei", "relation": "lives in", "target": "Beijing", "source_type": "Person",
              "target_type": "City"}])
         ontology = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "ontology").glob("*.ttl"))]
