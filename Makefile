@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,server,fast,notebooks,langgraph,langchain,agents,docs]'
+	$(BIN)/python -m pip install -q --no-deps -e examples/memory_backend  # the backend kit's example (tests/test_backend_kit.py)
 	$(BIN)/graphmem models pull >/dev/null  # the default embedder's files, once (see graphmem/embedding/files.py)
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
@@ -23,7 +24,7 @@ test: venv lint docs shacl-tests chromium  ## the whole suite; starts Neo4j unle
 	bash tools/run-tests.sh $(ARGS)
 
 lint: venv
-	$(BIN)/ruff check graphmem tests bench notebooks
+	$(BIN)/ruff check graphmem tests bench notebooks examples
 	$(BIN)/mypy graphmem
 
 unit: venv  ## tests without Neo4j (its tests skip unless CI=true)

@@ -87,10 +87,11 @@ def _config(args: argparse.Namespace, home: Path, base_url: str | None) -> dict[
     cfg["home"] = str(home)
     cfg["store"] = {"provider": "sqlite", "path": str(home / "gold.db")}
     cfg.setdefault("embedder", {"provider": "hashing" if args.embedder == "hashing" else "auto"})
+    cfg["extraction"] = {**cfg.get("extraction", {}), "provider": args.extractor}
     if args.extractor == "rules":
         cfg["llm"] = {"provider": "none"}
         if args.granularity:
-            cfg["llm"]["rules_granularity"] = args.granularity
+            cfg["extraction"]["rules"] = {**cfg["extraction"].get("rules", {}), "granularity": args.granularity}
     elif base_url or not args.config:
         cfg["llm"] = {**cfg.get("llm", {}), "provider": "openai", "base_url": base_url or args.base_url,
                       "model": args.model, "api_key": os.environ.get("OPENAI_API_KEY", "not-needed")}

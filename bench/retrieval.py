@@ -1,7 +1,7 @@
 """Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
-        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,no_graph,mem0] [--k 5,10] [--extract rules|none]
+        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,hybrid_rrf,no_graph,mem0] [--k 5,10] [--extract rules|none]
         [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR] [--limit-collections N]
         [--category NAME]
         [--limit-queries N] [--out result.json]
@@ -13,8 +13,9 @@ rule-based extractor splits docs into sentence memories and writes entities and 
 ``--extract none`` stores each doc verbatim. Once every collection is in (BM25 statistics span the
 whole index, so a fresh run and one reusing ``--home`` rank alike), all modes query the same data:
 ``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
-``hybrid_minmax`` the same over min-max normalized signals, ``no_graph`` the default weights with
-the graph's at 0 (what hybrid costs and finds without its walk), ``graph`` the graph signal alone
+``hybrid_minmax`` and ``hybrid_rrf`` the same fused by another rule (``search.fusion``),
+``no_graph`` the default weights with the graph's at 0 (what hybrid costs and finds without its
+walk), ``graph`` the graph signal alone
 (``null`` while search returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``.
 Retrieved memories are mapped to their doc (or its group when ``gold_level`` is ``group``), first
 occurrence wins, then cut at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
@@ -48,7 +49,7 @@ from graphmem import Memory, MemoryConfig
 from graphmem.config import SearchConfig
 from graphmem.models import Message
 
-ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "no_graph", "mem0")
+ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "hybrid_rrf", "no_graph", "mem0")
 _DATE_CACHE: dict[str, datetime | None] = {}
 
 
@@ -75,7 +76,8 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
         "fulltext": {"weights": {"vector": 0.0, "fulltext": 1.0}},
         "graph": {"weights": {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}},
         "hybrid": {},
-        "hybrid_minmax": {"normalize": "minmax"},
+        "hybrid_minmax": {"fusion": "minmax"},
+        "hybrid_rrf": {"fusion": "rrf"},
         "no_graph": {"weights": {**SearchConfig().weights, "graph": 0.0}},
     }.get(mode)
     return None if fields is None else SearchConfig(**{**(overrides or {}), **fields})
@@ -97,7 +99,7 @@ def build_config(backend: str, embedder: str, home: Path, granularity: str = "se
     else:
         emb = {"provider": "sentence-transformers", "model": embedder, "precision": precision}
     return MemoryConfig.load({"home": str(home), "store": store, "embedder": emb,
-                              "llm": {"provider": "none", "rules_granularity": granularity}})
+                              "extraction": {"provider": "rules", "rules": {"granularity": granularity}}})
 
 
 def prefetch_embeddings(mem: Memory, texts: list[str], batch: int = 256) -> None:

@@ -1015,7 +1015,7 @@ def _run(args: argparse.Namespace, backends: list[str], sizes: list[int], modes:
         "queries": len(queries), "warmup": len(warmup), "query_source": "locomo-dev.json.gz questions (seeded sample)",
         "query_embedding": {"excluded": True, "how": "precomputed vectors returned by the embedder passed to Memory",
                             "hashing_embed_ms_per_query": round(embed_queries_ms, 3)},
-        "modes": {m: (search_config(m) or SearchConfig()).model_dump(include={"weights", "normalize"}) for m in modes},
+        "modes": {m: (search_config(m) or SearchConfig()).model_dump(include={"weights", "fusion"}) for m in modes},
         "baseline": f"{BASELINE} mode on the same store, same run",
         "layout": {"main_share": args.main_share, "tenants": args.tenants, "links": args.links,
                    "memories": "rule-extracted sentences of LoCoMo turns, then LongMemEval_S turns",

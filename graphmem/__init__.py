@@ -39,6 +39,7 @@ from .errors import (
     StoreUnavailableError,
     UnsupportedError,
 )
+from .version import __version__
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     from .mem0 import Mem0CompatWarning, Mem0ConfigWarning
     from .memory import AsyncMemory, Memory
     from .models import MemoryType, Scope
-
-__version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     "AsyncMemory": ".memory",

@@ -10,6 +10,8 @@ import logging
 import os
 from pathlib import Path
 
+from .private_files import PRIVATE_FILE, make_private_dirs
+
 log = logging.getLogger("graphmem")
 
 _OFF = ("", "off", "0", "false", "no")
@@ -32,8 +34,6 @@ def write(path: Path, data: bytes) -> bool:
     """Write ``path`` atomically (a temporary file renamed over it), folders 0700 and the file 0600 like
     the store's; a failure (read-only or full disk) is logged and returns ``False``: a cache is best
     effort."""
-    from .stores.files import PRIVATE_FILE, make_private_dirs
-
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         make_private_dirs(path.parent)

@@ -117,7 +117,7 @@ IdArg = Annotated[str, typer.Argument(metavar="ID", help="A memory id, or the sh
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
+        from .version import __version__
 
         console.print(f"graphmem {__version__}", highlight=False)
         raise typer.Exit()

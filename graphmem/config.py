@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-import warnings
 from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -71,7 +70,8 @@ class StoreConfig(_Section):
     provider: str = Field("sqlite", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     """``sqlite``: one local file, no server (default). ``neo4j``: a Neo4j 5.26+ server over Bolt.
     Another name: a backend registered with :func:`graphmem.stores.register_store` or installed as a
-    ``graphmem.stores`` entry point."""
+    ``graphmem.stores`` entry point. Only the name's form is checked on load (the backends are a later
+    stage); a name no backend answers fails when the store is built, naming the known ones."""
     path: Path | None = None
     """SQLite file; default ``<home>/graphmem.db``."""
     busy_timeout_ms: int = Field(30_000, ge=0)
@@ -117,15 +117,6 @@ class StoreConfig(_Section):
     cypher_max_rows: int = Field(10_000, ge=1)
     """Neo4j: most rows an analyst query may return; graphmem stops reading at the next one and raises
     ``RowLimitError`` (add a ``LIMIT``) rather than hand back a silently cut result."""
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, name: str) -> str:
-        from .stores.registry import is_provider, providers
-
-        if not is_provider(name):
-            raise ValueError(f"no store provider {name!r}; available: {', '.join(providers())}")
-        return name
 
     @model_validator(mode="after")
     def _credentials_from_uri(self) -> StoreConfig:
@@ -183,11 +174,13 @@ class EmbedderConfig(_Section):
 
 
 class LLMConfig(_Section):
-    """The extractor: an OpenAI-compatible chat model, or with ``provider: none`` the offline rules."""
+    """The chat model the LLM extractor asks: turning it on here makes it the extractor (see
+    ``extraction.provider``)."""
 
     provider: Literal["none", "openai"] = "none"
-    """``openai``: any OpenAI-compatible chat endpoint (``base_url`` for Ollama, vLLM, LM Studio, Azure).
-    ``none``: the rule-based extractor (spaCy rules from the ontology's labels and synonyms)."""
+    """``openai``: a chat model at any OpenAI-compatible endpoint (``base_url`` for Ollama, vLLM, LM
+    Studio, Azure); ``extraction.provider: auto`` (the default) then extracts with it. ``none``: no
+    chat model; ``auto`` extracts with the rules."""
     model: str = "gpt-4o-mini"
     """The chat model the ``openai`` provider asks (the name the server knows it by)."""
     api_key: SecretStr | None = None
@@ -216,14 +209,34 @@ class LLMConfig(_Section):
     """The model's context window (prompt plus answer). ``None``: learnt from the server's first
     context-length error. When known, ``max_tokens`` is sized to what the prompt leaves free, and a
     prompt that cannot fit even without the chunk is reported instead of sent."""
-    rules_granularity: Literal["statement", "sentence", "message"] = "sentence"
-    """With ``provider: none``: one memory per sentence (verbatim), per clause (``statement``: short
-    third-person statements, "Maya lives in Lisbon."), or per speaker turn (or paragraph). Whole turns
-    keep the context a sentence loses ("I did!" after a question) and index fewer rows; statements
-    match what a reader would remember and rank worse in retrieval (docs: Extraction)."""
-    rules_small_talk: bool = False
-    """With ``provider: none``: keep turns made only of pleasantries ("Thanks! How can I help?") as
-    memories; off, they are not stored (they answer no later question)."""
+
+
+class RulesConfig(_Section):
+    """The rule-based extractor (``extraction.provider: rules``): offline, from spaCy's parse and the
+    ontology's labels and synonyms."""
+
+    granularity: Literal["statement", "sentence", "message"] = "sentence"
+    """One memory per sentence (verbatim), per clause (``statement``: short third-person statements,
+    "Maya lives in Lisbon."), or per speaker turn (or paragraph). Whole turns keep the context a
+    sentence loses ("I did!" after a question) and index fewer rows; statements match what a reader
+    would remember and rank worse in retrieval (docs: Extraction)."""
+    small_talk: bool = False
+    """Keep turns made only of pleasantries ("Thanks! How can I help?") as memories; off, they are
+    not stored (they answer no later question)."""
+
+
+class ExtractionConfig(_Section):
+    """Which extractor turns each chunk into memories, entities and triples, and the rule extractor's
+    settings (the LLM extractor's are the ``llm`` section)."""
+
+    provider: str = Field("auto", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    """``auto``: ``llm`` when ``llm.provider`` is ``openai``, else ``rules``. ``rules``: offline rules
+    (settings in ``rules``). ``llm``: the chat model of the ``llm`` section, which must then name one.
+    Another name: an extractor registered with :func:`graphmem.extraction.register_extractor` or
+    installed as a ``graphmem.extractors`` entry point; a name nothing answers fails when the
+    ``Memory`` is made, naming the known ones. An extractor given to ``Memory(extractor=...)`` is
+    used instead."""
+    rules: RulesConfig = Field(default_factory=RulesConfig)
 
 
 class DedupConfig(_Section):
@@ -250,8 +263,10 @@ class ChunkingConfig(_Section):
     overlap_tokens: int = Field(0, ge=0)
     """Tokens a chunk repeats from the end of the previous one; below ``max_tokens``."""
     tokenizer: str | None = None
-    """tiktoken encoding name; ``None`` picks the LLM model's encoding when available, else an offline
-    estimate (the chunk result says which counter was used)."""
+    """What counts the tokens of ``max_tokens``: a tiktoken encoding (``o200k_base``) or model name
+    (``gpt-4o-mini``), or ``estimate`` for the offline estimate. ``None``: ``llm.model``'s encoding
+    when the LLM extracts (``extraction.provider``), else the estimate; the estimate also stands in
+    when an encoding cannot be loaded (offline), and each chunk says which counter measured it."""
     semantic_threshold: float = Field(0.5, ge=-1, le=1)
     """``semantic``: start a new chunk where adjacent sentences' cosine similarity drops below this."""
 
@@ -376,6 +391,10 @@ class RerankConfig(_Section):
         return value
 
 
+SIGNALS: Final = ("vector", "fulltext", "graph")
+"""The signals search scores memories by (:mod:`graphmem.search.engine`), each weighed in ``search.weights``."""
+
+
 class SearchConfig(_Section):
     """Search's defaults: how many results, and how the vector, full-text and graph signals fuse."""
 
@@ -393,100 +412,28 @@ class SearchConfig(_Section):
     min_candidates: int = Field(60, ge=1, le=10_000)
     """Candidates per signal however small ``top_k`` is: the fusion and the graph's seeds need a pool
     wider than the answer; more costs latency (see the docs' Benchmarks)."""
-    normalize: Literal["scale", "minmax"] = "scale"
-    """How each signal's scores are mapped to [0, 1] before their weighted sum: ``scale`` keeps cosine
-    and graph scores as they are and divides BM25 (unbounded) by the query's best; ``minmax``
-    stretches each signal over the query's candidates, so a signal whose scores lie close together
-    still separates its hits (it ranks differently from ``scale`` per data set: docs, Benchmarks)."""
+    fusion: str = Field("weighted", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    """The rule that maps each signal's scores to [0, 1] before their weighted mean
+    (:mod:`graphmem.search.fusion`): ``weighted`` keeps cosine and graph scores as they are and divides
+    BM25 (unbounded) by the query's best; ``minmax`` stretches each signal over the query's
+    candidates; ``rrf`` uses ranks only (reciprocal rank, ``rrf_k``); or a rule registered with
+    ``graphmem.search.fusion.register``. Only the name's form is checked on load (the rules are a
+    later stage); a name no rule answers fails at the first search, naming the known ones."""
+    rrf_k: int = Field(60, ge=1, le=10_000)
+    """``rrf``'s constant ``k``: a hit at rank ``r`` of a signal has share ``(k + 1) / (k + r)``, so a
+    larger ``k`` flattens the difference between the first ranks."""
     graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     decay: DecayConfig = Field(default_factory=DecayConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _old_keys(cls, data: Any) -> Any:
-        """Flat keys of earlier versions (``graph_depth``, ``decay_floor``…), see :func:`upgrade_search`."""
-        return upgrade_search(data) if isinstance(data, dict) else data
-
     @model_validator(mode="after")
     def _check_weights(self) -> SearchConfig:
-        unknown = set(self.weights) - {"vector", "fulltext", "graph"}
+        unknown = set(self.weights) - set(SIGNALS)
         if unknown:
-            raise ValueError(f"unknown fusion signals {sorted(unknown)}; known: vector, fulltext, graph")
+            raise ValueError(f"unknown fusion signals {sorted(unknown)}; known: {', '.join(SIGNALS)}")
         if any(w < 0 for w in self.weights.values()):
             raise ValueError("fusion weights must be >= 0")
         return self
-
-
-_MOVED: Final[dict[str, tuple[str, str]]] = {
-    **{f"graph_{name}": ("graph", name) for name in (
-        "scoring", "traversal_weight", "bridge_weight", "bridge_max_degree", "seed_memories", "specificity",
-        "depth", "decay", "max_frontier", "max_facts", "max_mentions", "hub_degree", "relation_weights",
-        "relation_boost")},
-    "decay_half_life_days": ("decay", "half_life_days"),
-    "decay_floor": ("decay", "floor"),
-    "decay_access": ("decay", "access"),
-    "decay_access_boost": ("decay", "access_boost"),
-    "access_flush_every": ("decay", "flush_every"),
-    "access_flush_seconds": ("decay", "flush_seconds"),
-    "reranker": ("rerank", "model"),
-    "rerank_top_n": ("rerank", "top_n"),
-}
-"""Flat ``search`` keys of earlier versions -> (section, key) of their place now."""
-
-_REMOVED: Final[dict[str, str]] = {
-    **dict.fromkeys(("graph_link_fulltext", "graph_link_min_cover", "graph_link_names_only", "graph_link_vector",
-                     "graph_link_min_similarity", "graph_link_pool"),
-                    "partial-name and vector linking were removed: query entities link by exact name or alias"),
-    "graph_bridge_seeds": "the bridge always starts from the best 5 text hits",
-    "graph_seed_weight": "seed memories restart the walk with their normalized text score",
-    "graph_restart": "PageRank restarts with probability 0.5",
-    "graph_max_seeds": "at most 16 query entities are linked",
-    "fusion": "fusion is always the weighted sum of the normalized signals (reciprocal-rank fusion ranked lower)",
-    "rrf_k": "reciprocal-rank fusion was removed",
-    "fulltext_norm": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
-    "fulltext_sigmoid_mid": "BM25 scores are divided by the query's best (the logistic curve ranked lower)",
-}
-"""``search`` keys of earlier versions that no longer exist -> what happens instead (see
-``bench/results/config_knobs.json`` for why each went)."""
-
-
-def upgrade_search(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (a ``search`` section) with earlier versions' flat keys moved to their section, each
-    with a ``DeprecationWarning`` naming the new key, and removed keys dropped with a warning that
-    they have no effect. Unknown keys stay, for the section to refuse."""
-    if not any(k in _MOVED or k in _REMOVED or k == "vector_exact_max" for k in data) \
-            and data.get("normalize") != "zscore":
-        return data
-    out = dict(data)
-    if out.get("normalize") == "zscore":
-        del out["normalize"]
-        warnings.warn("search.normalize: zscore was removed (it ranked lower); scale is used", UserWarning,
-                      stacklevel=2)
-    for key in list(out):
-        if key in _REMOVED:
-            del out[key]
-            warnings.warn(f"search.{key} has no effect any more and is ignored: {_REMOVED[key]}",
-                          UserWarning, stacklevel=2)
-        elif key == "vector_exact_max":
-            del out[key]
-            warnings.warn("search.vector_exact_max is now store.vector_exact_max; given to a search section "
-                          "alone it has no effect", DeprecationWarning, stacklevel=2)
-        elif key in _MOVED:
-            section, name = _MOVED[key]
-            value = out.pop(key)
-            nested = out.get(section)
-            if isinstance(nested, BaseModel):
-                nested = nested.model_dump(exclude_unset=True)
-            nested = dict(nested or {})
-            if name in nested and nested[name] != value:
-                raise ValueError(f"search.{key} and search.{section}.{name} are the same setting with "
-                                 "different values; give it once, as the latter")
-            nested[name] = value
-            out[section] = nested
-            warnings.warn(f"search.{key} is deprecated; use search.{section}.{name}", DeprecationWarning,
-                          stacklevel=2)
-    return out
 
 
 class LimitsConfig(_Section):
@@ -581,6 +528,7 @@ class MemoryConfig(BaseSettings):
     store: StoreConfig = Field(default_factory=StoreConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     ontology: OntologyConfig = Field(default_factory=OntologyConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
@@ -590,25 +538,12 @@ class MemoryConfig(BaseSettings):
     version: str = "v1"
     """Version of the configuration format."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _moved_sections(cls, data: Any) -> Any:
-        """``search.vector_exact_max`` of earlier versions is a store setting now."""
-        if not isinstance(data, dict) or not isinstance(data.get("search"), dict) \
-                or "vector_exact_max" not in data["search"]:
-            return data
-        search = dict(data["search"])
-        value = search.pop("vector_exact_max")
-        store = data.get("store")
-        if isinstance(store, BaseModel):
-            store = store.model_dump(exclude_unset=True)
-        store = dict(store or {})
-        if "vector_exact_max" in store and store["vector_exact_max"] != value:
-            raise ValueError("search.vector_exact_max and store.vector_exact_max differ; give it once, as the latter")
-        store["vector_exact_max"] = value
-        warnings.warn("search.vector_exact_max is deprecated; use store.vector_exact_max", DeprecationWarning,
-                      stacklevel=2)
-        return {**data, "search": search, "store": store}
+    @model_validator(mode="after")
+    def _llm_for_extraction(self) -> MemoryConfig:
+        if self.extraction.provider == "llm" and self.llm.provider == "none":
+            raise ValueError("extraction.provider is llm but llm.provider is none: set llm.provider: openai "
+                             "(with llm.model, and llm.base_url for a local server) for the chat model it asks")
+        return self
 
     def sqlite_path(self) -> Path:
         return self.store.path if self.store.path is not None else self.home / "graphmem.db"

@@ -19,7 +19,6 @@ import numpy.typing as npt
 from pydantic import ValidationError
 
 from .config import LimitsConfig
-from .embedding import Embedder
 from .errors import InvalidInputError, clip, short
 from .filters import Filter
 from .filters import parse as parse_filters
@@ -201,17 +200,17 @@ def ids(ids: object, what: str) -> list[str] | None:
     return [check_id(i, f"{what}[{n}]") for n, i in enumerate(ids)]
 
 
-def query_vector(vector: object, embedder: Embedder) -> npt.NDArray[np.float32]:
-    """A caller's query embedding, checked (numbers only, dimensions, finite, not all zero) and
-    L2-normalized as the embedder's are."""
+def query_vector(vector: object, dims: int, embedder: str) -> npt.NDArray[np.float32]:
+    """A caller's query embedding, checked (numbers only, ``dims`` of them, finite, not all zero) and
+    L2-normalized as those of the embedder named ``embedder`` are."""
     if isinstance(vector, np.ndarray):
         if vector.dtype.kind not in "iuf":
             raise InvalidInputError(f"vector must hold numbers, got an array of {vector.dtype}")
         values = vector.astype(np.float64).reshape(-1)
     elif isinstance(vector, Sequence) and not isinstance(vector, str | bytes | bytearray):
-        if len(vector) != embedder.dims:
-            raise InvalidInputError(f"vector has {len(vector)} dimensions; embedder {embedder.name} "
-                                    f"makes {embedder.dims}")
+        if len(vector) != dims:
+            raise InvalidInputError(f"vector has {len(vector)} dimensions; embedder {embedder} "
+                                    f"makes {dims}")
         if not all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in vector):
             raise InvalidInputError("vector must be a sequence of numbers")
         try:
@@ -220,9 +219,9 @@ def query_vector(vector: object, embedder: Embedder) -> npt.NDArray[np.float32]:
             raise InvalidInputError("vector holds a number too large for a float") from None
     else:
         raise InvalidInputError(f"vector must be a sequence of numbers, got {type(vector).__name__}")
-    if values.shape[0] != embedder.dims:
-        raise InvalidInputError(f"vector has {values.shape[0]} dimensions; embedder {embedder.name} "
-                                f"makes {embedder.dims}")
+    if values.shape[0] != dims:
+        raise InvalidInputError(f"vector has {values.shape[0]} dimensions; embedder {embedder} "
+                                f"makes {dims}")
     if not np.isfinite(values).all():
         raise InvalidInputError("vector holds NaN or infinite values")
     scale = float(np.abs(values).max())

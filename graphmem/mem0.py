@@ -437,7 +437,8 @@ def history_row(event: dict[str, Any]) -> dict[str, Any]:
 
 def warn_prompt_without_llm() -> None:
     warnings.warn("add(prompt=...) instructs an LLM extractor; this one (the rule-based extractor unless "
-                  "llm.provider is set) cannot follow it", Mem0CompatWarning, stacklevel=_caller_level())
+                  "llm.provider is openai or extraction.provider names another) cannot follow it", Mem0CompatWarning,
+                  stacklevel=_caller_level())
 
 
 def warn_no_reranker() -> None:

@@ -473,7 +473,7 @@ class Memory:
     ) -> Steps[dict[str, Any]]:
         scope = yield from self._scope_steps(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        record: MemoryRecord | None = yield Call("get", (memory_id, scope))
+        record: MemoryRecord | None = yield Call.of(Store.get, memory_id, scope)
         if record is None:
             raise NotFoundError(f"no memory {short(memory_id)} in scope {dict(scope.items())}")
         return record.public()
@@ -502,7 +502,7 @@ class Memory:
         limits = self.config.limits
         n = inputs.positive(compat.pick_count(top_k, limit), limits.get_all_limit, "limit", limits.max_list_limit,
                             "limits.max_list_limit")
-        found: list[MemoryRecord] = yield Call("list_memories", (scope, flt, n))
+        found: list[MemoryRecord] = yield Call.of(Store.list_memories, scope, flt, n)
         out = {"results": [r.public() for r in found]}
         return out
 
@@ -512,7 +512,7 @@ class Memory:
     ) -> Steps[list[dict[str, Any]]]:
         scope = yield from self._scope_steps(memory_id, user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        events: list[HistoryEvent] = yield Call("history", (memory_id, scope))
+        events: list[HistoryEvent] = yield Call.of(Store.history, memory_id, scope)
         if not events:
             raise NotFoundError(f"no history for memory {short(memory_id)} in scope {dict(scope.items())}")
         return [compat.history_row(e.public()) for e in events]
@@ -617,7 +617,8 @@ class Memory:
             flt=inputs.filters(filters, limits),
             threshold=self.config.search.threshold if threshold is None else inputs.threshold(threshold),
             explain=inputs.flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
-            until=times["until"], vector=None if vector is None else inputs.query_vector(vector, self.embedder),
+            until=times["until"],
+            vector=None if vector is None else inputs.query_vector(vector, self.embedder.dims, self.embedder.name),
             show_expired=inputs.flag(show_expired, "show_expired"),
         )
         rerank = None if rerank is None else inputs.flag(rerank, "rerank")
@@ -645,7 +646,7 @@ class Memory:
         if user_id is not None or agent_id is not None or run_id is not None:
             return Scope.of(user_id, agent_id, run_id)
         check_id(memory_id, "memory_id")
-        scope: Scope | None = yield Call("scope_of", (memory_id,))
+        scope: Scope | None = yield Call.of(Store.scope_of, memory_id)
         if scope is None:
             raise NotFoundError(f"no memory {short(memory_id)}")
         return scope

@@ -1,5 +1,7 @@
 """Shared fixtures: both storage backends behind one parametrized ``backend`` fixture, the
-default ontology, and the stand-in LLM server.
+default ontology, and the stand-in LLM server. The backend kit's tests (``graphmem.testing``, whose
+fixtures pytest loads through graphmem's ``pytest11`` entry point) run on the same two backends:
+``graphmem_provider`` and ``graphmem_config`` are overridden here.
 
 Neo4j comes from ``NEO4J_URI`` (``make test`` starts the bundled launcher and exports it). When no
 server answers, Neo4j tests skip on a laptop but fail under ``CI=true``: CI must never go green
@@ -86,6 +88,23 @@ def backend(request: pytest.FixtureRequest) -> str:
     if name == "neo4j" and not request.getfixturevalue("neo4j_available"):
         pytest.skip(f"no Neo4j at {NEO4J_URI} (run `make test`, which starts one)")
     return name
+
+
+@pytest.fixture
+def graphmem_provider(backend: str) -> str:
+    """The kit's store: each built-in backend in turn (Neo4j marked and skipped as ``backend`` says)."""
+    return backend
+
+
+@pytest.fixture
+def graphmem_config(graphmem_provider: str, tmp_path: Path) -> dict[str, Any]:
+    return make_config(graphmem_provider, tmp_path)
+
+
+@pytest.fixture
+def graphmem_fulltext_parity() -> bool:
+    """FTS5 and Neo4j's Lucene (both stemming) find the same memories in the parity data."""
+    return True
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def _run(tmp_path: Path, level: str, extract: str) -> dict:
 def test_doc_level_recall_and_shape(tmp_path: Path) -> None:
     res = _run(tmp_path, "doc", "none")
     assert set(res) >= {"recall", "latency_ms", "ingest_s", "config"}
-    for mode in ("vector", "fulltext", "hybrid", "hybrid_minmax", "no_graph", "mem0"):
+    for mode in ("vector", "fulltext", "hybrid", "hybrid_minmax", "hybrid_rrf", "no_graph", "mem0"):
         rec = res["recall"][mode]
         assert set(rec) == {"all@1", "all@3", "single@1", "single@3", "multi@1", "multi@3"}
         assert all(0.0 <= v <= 1.0 for v in rec.values())

@@ -75,7 +75,7 @@ def added_id(ran: subprocess.CompletedProcess[str]) -> str:
 
 def test_errors_are_one_line_when_piped(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("store: {provider: nowhere}\nsearch: {top_k: -1}\n", encoding="utf-8")  # a multi-line message
+    bad.write_text("store: {provider: no-where}\nsearch: {top_k: -1}\n", encoding="utf-8")  # a multi-line message
     assert run(tmp_path, "add", "I sing in a choir", "-u", "maya", "--no-infer").returncode == 0
     ran = run_all(tmp_path, [("list", "--foo"), ("get",), ("list", "-u", "maya", "--limit", "many"),
                              ("search", "choir"), ("list", "-u", "maya", "--config", str(bad)), ("reset",),

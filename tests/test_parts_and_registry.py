@@ -105,8 +105,14 @@ def test_a_registered_store_is_found_by_provider(tmp_path: Path) -> None:
 
 
 def test_unknown_provider_is_a_config_error_naming_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"no store provider 'mongo'.*neo4j, sqlite"):
-        config(tmp_path, provider="mongo")
+    cfg = config(tmp_path, provider="mongo")  # the configuration knows no backends: it checks the form only
+    named = r"no store provider 'mongo'; available: .*\bneo4j, .*\bsqlite\b"  # and any plug-in installed
+    with pytest.raises(ConfigError, match=named):
+        Memory(cfg, embedder=HashingEmbedder(64))
+    with pytest.raises(ConfigError, match=named):
+        create_store(cfg)
+    with pytest.raises(ConfigError, match=r"store\.provider"):
+        config(tmp_path, provider="mon go")
     with pytest.raises(ConfigError, match="identifier"):
         register_store("no spaces", lambda cfg: SQLiteStore(cfg.home / "x.db"))
 

@@ -50,7 +50,7 @@ class Server:
 def _serve(backend: str, tmp_path: Path) -> Iterator[Server]:
     keys = {"tenant": new_key(), "admin": new_key()}
     user = f"u-fuzz-{uuid.uuid4().hex[:10]}"
-    cfg = make_config(backend, tmp_path, llm={"provider": "none", "rules_granularity": "message"},
+    cfg = make_config(backend, tmp_path, extraction={"rules": {"granularity": "message"}},
                       server={"max_body_bytes": 65_536,
                               "keys": [{"id": "tenant", "api_key": keys["tenant"], "user_id": user},
                                        {"id": "admin", "api_key": keys["admin"], "admin": True}]})

@@ -78,7 +78,7 @@ def test_small_talk_knob_reaches_the_extractor(tmp_path: Path) -> None:
             {"role": "assistant", "content": "Thanks for sharing! How can I help?"}]
     for keep, count in ((False, 1), (True, 2)):
         with Memory.from_config({"store": {"path": str(tmp_path / f"{keep}.db")}, "embedder": {"provider": "hashing"},
-                                 "llm": {"provider": "none", "rules_small_talk": keep}}) as m:
+                                 "extraction": {"rules": {"small_talk": keep}}}) as m:
             out = m.add(text, user_id="maya")
             assert len(m.get_all(user_id="maya")["results"]) == count
             # what was not remembered is in the add result, with its reason

@@ -92,7 +92,7 @@ def test_third_singular() -> None:
 
 def test_statements_reach_the_store(tmp_path: object) -> None:
     with Memory.from_config({"store": {"path": f"{tmp_path}/m.db"}, "embedder": {"provider": "hashing"},
-                             "llm": {"provider": "none", "rules_granularity": "statement"}}) as m:
+                             "extraction": {"rules": {"granularity": "statement"}}}) as m:
         m.add("I live in Lisbon and I work at Northwind.", user_id="maya", speaker="Maya")
         got = sorted(r["memory"] for r in m.get_all(user_id="maya")["results"])
     assert got == ["Maya lives in Lisbon.", "Maya works at Northwind."]

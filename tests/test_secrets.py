@@ -95,10 +95,10 @@ def test_config_errors_do_not_echo_secrets(bad: dict[str, Any]) -> None:
 
 def test_config_errors_still_name_field_and_plain_value() -> None:
     with pytest.raises(ConfigError) as info:
-        MemoryConfig.load({"search": {"top_k": 0}, "store": {"provider": "mongo"}})
+        MemoryConfig.load({"search": {"top_k": 0}, "store": {"provider": "mon-go"}})
     message = str(info.value)
     assert "search.top_k" in message and "(got 0)" in message
-    assert "store.provider" in message and "'mongo'" in message
+    assert "store.provider" in message and "'mon-go'" in message
     with pytest.raises(ConfigError) as info:
         MemoryConfig.load({"search": {"normalize": "x" * 5000}})
     assert len(str(info.value)) < 400  # echoed values are cut

@@ -78,14 +78,16 @@ class Chunker:
 
 
 def from_config(config: ChunkingConfig, model: str | None = None, embed: EmbedFn | None = None) -> Chunker:
-    """A :class:`Chunker` for ``config``; tokens are counted with ``config.tokenizer``, else the LLM
-    ``model``'s tiktoken encoding, else the offline estimate. Raises ``ConfigError`` for settings that
-    cannot work (``overlap_tokens >= max_tokens``, ``semantic`` without ``embed``)."""
+    """A :class:`Chunker` for ``config``; tokens are counted with ``config.tokenizer`` (``estimate``:
+    the offline estimate), else the extracting LLM ``model``'s tiktoken encoding, else the estimate.
+    Raises ``ConfigError`` for settings that cannot work (``overlap_tokens >= max_tokens``,
+    ``semantic`` without ``embed``)."""
+    tokenizer = config.tokenizer or model
     return Chunker(
         strategy=config.strategy,
         max_tokens=config.max_tokens,
         overlap_tokens=config.overlap_tokens,
-        counter=token_counter(config.tokenizer or model),
+        counter=ESTIMATE if tokenizer == "estimate" else token_counter(tokenizer),
         embed=embed,
         semantic_threshold=config.semantic_threshold,
     )

@@ -1,7 +1,12 @@
-"""Extractors: turning a chunk of conversation into memories, entities and triples."""
+"""Extractors: turning a chunk of conversation into memories, entities and triples.
+
+``extraction.provider`` picks one by name (:mod:`.registry`): ``rules``, ``llm`` or one registered
+with :func:`register_extractor` or installed as a ``graphmem.extractors`` entry point.
+"""
 
 from typing import TYPE_CHECKING, Any
 
+from .registry import ExtractorFactory, extractors, register_extractor
 from .schema import (
     ExtractedEntity,
     ExtractedMemory,
@@ -25,11 +30,14 @@ __all__ = [
     "Extraction",
     "ExtractionContext",
     "Extractor",
+    "ExtractorFactory",
     "KnownEntity",
     "KnownMemory",
     "Rejection",
     "RuleExtractor",
     "Skipped",
+    "extractors",
+    "register_extractor",
 ]
 
 

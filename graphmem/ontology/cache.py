@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import cachedir
+from ..version import __version__
 
 CACHE_FORMAT: Final = 1
 """Bump when what an entry holds changes meaning."""
@@ -76,8 +77,6 @@ def _code_digest() -> str:
 
 def make_key(ontology: Sequence[Path], shapes: Sequence[Path], read: dict[Path, bytes]) -> str:
     """The entry key for these expanded paths; ``read`` gets every file's bytes (reused by the caller)."""
-    from .. import __version__
-
     h = hashlib.sha256()
 
     def put(*parts: object) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError, short
 from ..models import Entity, Relation, Scope, norm_name
-from ..stores.base import EntityQuery, FactQuery, Records
+from ..stores.base import EntityQuery, FactQuery, Records, Store
 from .steps import Call, Steps
 
 if TYPE_CHECKING:
@@ -65,10 +65,10 @@ def entities(ontology: Ontology, scope: Scope, *, name: str | None, type_: str |
     fragment = norm_name(name) if name is not None else None
     if fragment == "":
         raise InvalidInputError("name must contain a letter or digit")
-    found: list[Entity] = yield Call("list_entities", (scope, EntityQuery(
-        contains=fragment, classes=classes, after=decode_cursor(cursor), limit=limit + 1)))
+    found: list[Entity] = yield Call.of(Store.list_entities, scope, EntityQuery(
+        contains=fragment, classes=classes, after=decode_cursor(cursor), limit=limit + 1))
     shown = found[: limit]
-    degree = yield Call("entity_memories", (scope, [e.id for e in shown], 0, 0))
+    degree = yield Call.of(Store.entity_memories, scope, [e.id for e in shown], 0, 0)
     return {"results": [_entity(e, ontology, degree.get(e.id, (0, []))[0]) for e in shown],
             "next_cursor": _page(found, limit)}
 
@@ -79,11 +79,11 @@ def _entity(e: Entity, ontology: Ontology, mentions: int) -> dict[str, Any]:
 
 def find_entity(scope: Scope, entity: str) -> Steps[Entity]:
     """An entity by id, else by its name or an alias (the oldest having it)."""
-    by_id: dict[str, Entity] = yield Call("entities", (scope, [entity]))
+    by_id: dict[str, Entity] = yield Call.of(Store.entities, scope, [entity])
     if entity in by_id:
         return by_id[entity]
     key = norm_name(entity)
-    by_name: dict[str, Entity] = (yield Call("find_entities", (scope, [key]), {"exact": False})) if key else {}
+    by_name: dict[str, Entity] = (yield Call.of(Store.find_entities, scope, [key], exact=False)) if key else {}
     if key in by_name:
         return by_name[key]
     raise NotFoundError(f"no entity {short(entity)} (by id, name or alias) in scope {dict(scope.items())}")
@@ -108,11 +108,11 @@ def facts(ontology: Ontology, scope: Scope, *, entity: str | None, relation: str
     query = FactQuery(entity_ids=(about.id,) if about else (), relations=tuple(sorted(direct | inverse)),
                       as_of=as_of, include_closed=include_closed, after=decode_cursor(cursor),
                       limit=limit + 1)
-    found: list[Relation] = yield Call("list_facts", (scope, query))
+    found: list[Relation] = yield Call.of(Store.list_facts, scope, query)
     shown = found[: limit]
     ends = {i for r in shown for i in (r.source_id, r.target_id) if i is not None}
-    names = yield Call("entities", (scope, sorted(ends)))
-    records, _ = yield Call("records", (scope, sorted({m for r in shown for m in r.memory_ids}), None, None))
+    names = yield Call.of(Store.entities, scope, sorted(ends))
+    records, _ = yield Call.of(Store.records, scope, sorted({m for r in shown for m in r.memory_ids}), None, None)
     results = []
     for r in shown:
         view = _fact(r, ontology, names, records)

@@ -42,7 +42,7 @@ from ..models import (
     parse_datetime,
     text_hash,
 )
-from ..stores.base import GraphWrite, NewMemory
+from ..stores.base import GraphWrite, NewMemory, Store
 from .graph import GraphPlan, PlanRequest, TripleInput
 from .parts import Parts
 from .retry import replan
@@ -182,7 +182,7 @@ class Ingestor:
                 continue  # nothing for the graph: the ontology stays unloaded
             named = self.parts.planner.entity_names([f.triple for f in batch.facts],
                                                     [(m.name, m.type) for m in mentions])
-            stored = (yield Call("find_entities", (batch.scope, sorted(named)))) if named else {}
+            stored = (yield Call.of(Store.find_entities, batch.scope, sorted(named))) if named else {}
             unique_texts += [name for key, name in named.items() if key not in stored]
         unique_texts = list(dict.fromkeys(unique_texts))
         embedded: dict[str, Any] = dict(zip(unique_texts, (yield Embed(unique_texts)), strict=True)) \
@@ -237,7 +237,7 @@ class Ingestor:
             planned: tuple[GraphPlan, GraphWrite] = yield Work(prepare)
             plan, change = planned
             if change.memories or change.events or change.relations or change.quarantine:
-                yield Call("write", (scope, change))
+                yield Call.of(Store.write, scope, change)
             return plan
 
         return (yield from replan(self.config.store.conflict_retries, attempt, key=(id(self.store), *scope.items())))
@@ -441,7 +441,7 @@ class Ingestor:
             out.facts.append(Fact(triple, drafts or everything, c, req.event_time))
 
     def _known_memories(self, scope: Scope, chunk: str, vector: Any) -> Steps[list[KnownMemory]]:
-        cands = yield Call("candidates", (scope, None, vector, chunk, 5))
+        cands = yield Call.of(Store.candidates, scope, None, vector, chunk, 5)
         ids = list(dict.fromkeys([i for i, _ in cands.vector] + [i for i, _ in cands.fulltext]))[:8]
         return [KnownMemory(n, cands.records[i].memory) for n, i in enumerate(ids)]
 
@@ -449,7 +449,7 @@ class Ingestor:
         """Stored entities named in the chunk (its 1-4 word n-grams looked up by normalized name)."""
         words = [w.casefold() for w in _WORD.findall(chunk)]
         keys = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
-        found = (yield Call("find_entities", (scope, sorted(keys)))) if keys else {}
+        found = (yield Call.of(Store.find_entities, scope, sorted(keys))) if keys else {}
         unique = {e.id: e for e in found.values()}
         return [KnownEntity(n, e.name, tuple(e.classes), tuple(e.aliases))
                 for n, e in enumerate(sorted(unique.values(), key=lambda e: e.name)[:64])]

@@ -37,6 +37,10 @@ class Parts:
         self.config = config
         self.store = store
         self.embedder = embedder
+        if extractor is None:
+            from ..extraction.registry import check_extractor
+
+            check_extractor(config)
         self._built: dict[str, Any] = {} if extractor is None else {"extractor": extractor}
         self._lock = threading.RLock()  # a part is built from others (the planner from the guard)
 
@@ -91,19 +95,11 @@ class Parts:
 
     @property
     def extractor(self) -> Extractor:
-        """The one given, else the configured LLM, else the rule-based extractor."""
+        """The one given, else the one ``extraction.provider`` names (:mod:`graphmem.extraction.registry`)."""
         def build() -> Extractor:
-            extractor: Extractor
-            if self.config.llm.provider == "openai":
-                from ..extraction.llm import LLMExtractor
+            from ..extraction.registry import create_extractor
 
-                extractor = LLMExtractor(self.config.llm)
-            else:
-                from ..extraction.rules import RuleExtractor
-
-                extractor = RuleExtractor(self.ontology, granularity=self.config.llm.rules_granularity,
-                                          small_talk=self.config.llm.rules_small_talk,
-                                          embedder=self.embedder if self.embedder.semantic else None)
+            extractor = create_extractor(self.config, self.ontology, self.embedder)
             log.info("graphmem extractor: %s", extractor.name)
             return extractor
 
@@ -138,8 +134,9 @@ class Parts:
         """The conversation's lines cut into chunks within the extractor's token budget."""
         def build() -> Any:
             from ..chunking import from_config
+            from ..extraction.registry import chosen
 
-            model = self.config.llm.model if self.config.llm.provider == "openai" else None
+            model = self.config.llm.model if chosen(self.config) == "llm" else None
             return from_config(self.config.chunking, model, embed=self.embedder.embed)
 
         chunks: list[Chunk] = self._once("chunker", build).chunk_messages(lines)

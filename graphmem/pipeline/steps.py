@@ -16,7 +16,7 @@ import time
 import weakref
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..driving import adrive, drive
 
@@ -26,15 +26,23 @@ if TYPE_CHECKING:
     from ..stores.base import AsyncStore, Store
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
 class Call:
-    """A store method by name, with its arguments."""
+    """A store method with its arguments, made by :meth:`of` from the method itself
+    (``Call.of(Store.get, memory_id, scope)``): mypy checks the arguments against the store
+    contract and a reader can follow the reference. The runners look the method up by its name on
+    the store they drive (the sync store, or the async store's job of that name)."""
 
     name: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def of(method: Callable[Concatenate[Store, P], object], /, *args: P.args, **kwargs: P.kwargs) -> Call:
+        return Call(method.__name__, args, dict(kwargs))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import heapq
 import math
 from collections import ChainMap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from ..config import DecayConfig, SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
-from .fusion import Fusion
+from .fusion import Fusion, fusion_rule
 from .graph import GraphResult, graph_candidates, graph_query
 from .validity import (
     Superseded,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..extraction.rules import StatementReader
     from ..ontology import Ontology
     from ..pipeline.steps import Steps
-    from ..stores.base import Store, Vector
+    from ..stores.base import Candidates, GraphQuery, Store, Subgraph, Vector
     from .rerank import Reranker
 
 
@@ -128,137 +128,255 @@ def search_steps(
     ``AsyncMemory`` runs them. ``loaded``: the ontology if it is already loaded, else ``None``
     (``ontology`` loads it). ``reader``: what a memory's text states, for the memories without facts
     of a relation the question asks in time order (:func:`~.validity.by_time`); without it, their
-    label words alone tell."""
-    from ..pipeline.steps import Call, Embed, Work
+    label words alone tell.
 
+    The stages, in order: plan the read, read, the text signals, the graph signal, fusion and decay,
+    the current truth, the reranker, the results."""
+    from ..pipeline.steps import Call, Embed
+
+    fusion_rule(cfg.fusion)  # an unknown rule fails before any work
     vector = (yield Embed([req.text]))[0] if req.vector is None else req.vector
+    plan = plan_read(req, cfg, vector, ontology() if loaded is None else loaded())
+    cands, sub = yield Call("search", (req.scope, plan.flt, plan.vector, plan.text, plan.n, plan.graph,
+                                       sorted(plan.timed or ())))
+    signals, records = text_signals(cands, sub)
+    graph = GraphResult()
+    if plan.graph is not None:
+        graph = yield from graph_signal(plan, cfg, signals, records, sub, ontology)
+    fusion = Fusion(signals, cfg)
+    ranking = Ranking(records, req, cfg, pending_uses)
+    ranking.best(fusion, needed=2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k))
+    timed, about = ranking.add_statements(fusion, sub, plan.timed, ontology)
+    truth = CurrentTruth(round_trips=cands.round_trips)
+    if ranking.items:
+        truth = yield from current_truth(ranking.items, req, cands, sub, plan, timed, about, graph, ontology,
+                                         reader)
+    reranked: dict[str, float] = {}
+    if reranker is not None and ranking.items:
+        reranked = yield from rerank(ranking, req.text, cfg.rerank.top_n, reranker)
+    return results(ranking.items, req, fusion, graph, truth, reranked, ontology, plan, sub)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What the store is asked, decided from the request alone."""
+
+    vector: Vector | None
+    """The query's embedding, when the vector signal is read and the text has a direction."""
+    text: str | None
+    """The full-text query, when that signal is read."""
+    flt: Filter | None
+    """The caller's filter and the time window."""
+    n: int
+    """Candidates per signal."""
+    past: bool
+    """The question asks about the past (and ``as_of`` is not set)."""
+    graph: GraphQuery | None
+    """The graph's read, when the graph is weighed."""
+    timed: frozenset[str] | None
+    """The relations whose statements go in time order; ``None`` while the ontology is not loaded."""
+
+
+def plan_read(req: SearchRequest, cfg: SearchConfig, vector: Vector, known: Ontology | None) -> ReadPlan:
+    """Which signals to read, how many candidates, which facts' time (the graph reads the facts of the
+    time asked about, "where did she work in 2021?", every fact for another question about the past,
+    "before Porto?", else those of ``as_of`` or now)."""
     usable = vector if float(vector @ vector) > 0 else None  # a text with no features has no direction
     window = time_window(req.since, req.until)
-    flt = req.flt if window is None else window if req.flt is None else And((req.flt, window))
-    n = max(req.k * cfg.overfetch, cfg.min_candidates)
     past = req.as_of is None and asks_about_past(req.text)
-    # the graph reads the facts of the time asked about ("where did she work in 2021?"), every fact for
-    # another question about the past ("before Porto?"), else those of as_of or now
     then = req.as_of or (question_time(req.text) if past else None)
     gq = graph_query(req.text, cfg.graph, then, usable, history=past and then is None) \
         if cfg.weights.get("graph", 0.0) > 0 else None
-    # a signal is retrieved when it is weighed, or when the graph ranks its seeds by it
+    # a signal is read when it is weighed, or when the graph ranks its seeds by it
     wanted = {s for s in ("vector", "fulltext") if gq is not None or cfg.weights.get(s, 0.0) > 0}
-    # the relations whose statements go in time order, when the ontology is at hand (a store of text
-    # alone never needs it); else decided below, once the store's answer shows it is needed
-    known = ontology() if loaded is None else loaded()
-    timed = None if known is None else timed_relations(req.text, known)
-    cands, sub = yield Call("search", (req.scope, flt, usable if "vector" in wanted else None,
-                                       req.text if "fulltext" in wanted else None, n, gq, sorted(timed or ())))
-    # every memory returned is scored on the vector signal (its exact cosine), not only the index's top n
+    return ReadPlan(
+        vector=usable if "vector" in wanted else None, text=req.text if "fulltext" in wanted else None,
+        flt=req.flt if window is None else window if req.flt is None else And((req.flt, window)),
+        n=max(req.k * cfg.overfetch, cfg.min_candidates), past=past, graph=gq,
+        # a store of text alone never needs the ontology: without it loaded, decided once the store answered
+        timed=None if known is None else timed_relations(req.text, known),
+    )
+
+
+Signals = dict[str, list[tuple[str, float]]]
+Ranked = list[tuple[float, tuple[str, float, MemoryRecord, float]]]
+"""(decayed score, (memory id, fused score, record, decay factor)), as :mod:`.validity` reads it."""
+
+
+def text_signals(cands: Candidates, sub: Subgraph) -> tuple[Signals, ChainMap[str, MemoryRecord]]:
+    """The vector and full-text hits, and every record read. Every memory returned is scored on the
+    vector signal by its exact cosine, not only the index's top ``n``."""
     similarity = {**sub.similarity, **cands.similarity}
     signals = {"vector": sorted(similarity.items(), key=lambda kv: (-kv[1], kv[0])), "fulltext": cands.fulltext}
-    records = ChainMap(cands.records, sub.records)  # built only for the memories ranked below
-    graph = GraphResult()
-    if gq is not None:
-        # seeds rank by the text signals even when their fusion weights are 0 (graph-only search)
-        text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
-        seeds = dict(Fusion(signals, text_cfg).top(cfg.graph.seed_memories))
-        top = max(seeds.values(), default=0.0)
-        seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
-        speakers = frozenset(norm_name(a) for a in (records[i].actor_id for i in seeds if i in records) if a)
-        graph = yield Work(lambda: graph_candidates(sub, gq, ontology, n, cfg.graph, seeds, speakers))
-        signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
-    now = req.now or utcnow()
-    # Decay only lowers a fused score, so once the next fused score is below the worst of the best
-    # `needed` decayed ones, no later hit can enter them: the rest are neither built nor decayed.
-    # twice what is returned: a superseded hit moved down leaves room for the next
-    needed = 2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k)
-    ranked: list[tuple[float, Any]] = []
-    floor: list[float] = []  # min-heap of the best `needed` decayed scores
+    return signals, ChainMap(cands.records, sub.records)  # records are built only for the memories ranked
 
-    def admit(mid: str, fused: float) -> float | None:
-        rec = records[mid]
-        if rec.expires_at is not None and rec.expires_at <= (req.as_of or now) and not req.show_expired:
+
+def graph_signal(plan: ReadPlan, cfg: SearchConfig, signals: Signals, records: ChainMap[str, MemoryRecord],
+                 sub: Subgraph, ontology: Callable[[], Ontology]) -> Steps[GraphResult]:
+    """Adds ``signals["graph"]``: the walk from the linked entities and from the best text hits (the
+    seeds). Seeds rank by the text signals even when their fusion weights are 0 (graph-only search),
+    and by the ``weighted`` rule whatever ``search.fusion`` says: the bridge passes on a seed's score
+    cubed, a scale that min-max or rank shares flatten (they seeded worse, ``bench/results/fusion.json``)."""
+    from ..pipeline.steps import Work
+
+    assert plan.graph is not None
+    text_cfg = cfg if any(cfg.weights.get(s, 0.0) > 0 for s in signals) else _TEXT_ONLY
+    seeds = dict(Fusion(signals, text_cfg, rule="weighted").top(cfg.graph.seed_memories))
+    top = max(seeds.values(), default=0.0)
+    seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
+    speakers = frozenset(norm_name(a) for a in (records[i].actor_id for i in seeds if i in records) if a)
+    gq = plan.graph
+    graph: GraphResult = yield Work(lambda: graph_candidates(sub, gq, ontology, plan.n, cfg.graph, seeds, speakers))
+    signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
+    return graph
+
+
+class Ranking:
+    """The fused hits, each times its decay factor, best first once :meth:`add_statements` ran; expired
+    memories and, under ``as_of``, later ones are left out."""
+
+    def __init__(self, records: ChainMap[str, MemoryRecord], req: SearchRequest, cfg: SearchConfig,
+                 pending_uses: Callable[[str], int] | None) -> None:
+        self.items: Ranked = []
+        self._records, self._req, self._decay, self._uses = records, req, cfg.decay, pending_uses
+        self._at = req.as_of or req.now or utcnow()
+
+    def admit(self, mid: str, fused: float) -> float | None:
+        """Ranks ``mid``; its decayed score, or ``None`` when it is left out."""
+        rec, req = self._records[mid], self._req
+        if rec.expires_at is not None and rec.expires_at <= self._at and not req.show_expired:
             return None
         if req.as_of is not None and min(rec.created_at, rec.event_time or rec.created_at) > req.as_of:
             return None
-        uses = 0 if pending_uses is None or req.as_of is not None else rec.access_count + pending_uses(mid)
-        factor = decay_factor(rec, req.as_of or now, cfg.decay, uses)
-        ranked.append((fused * factor, (mid, fused, rec, factor)))
+        uses = 0 if self._uses is None or req.as_of is not None else rec.access_count + self._uses(mid)
+        factor = decay_factor(rec, self._at, self._decay, uses)
+        self.items.append((fused * factor, (mid, fused, rec, factor)))
         return fused * factor
 
-    fusion = Fusion(signals, cfg)
-    for mid, fused in fusion.ranked():
-        if len(floor) >= needed and fused < floor[0]:
-            break
-        score = admit(mid, fused)
-        if score is None:
-            continue
-        if len(floor) < needed:
-            heapq.heappush(floor, score)
-        else:
-            heapq.heappushpop(floor, score)
-    late = timed is None and bool(ranked) and (bool(sub.relations) or said_apart([i[2] for _, i in ranked]))
-    timed = timed_relations(req.text, ontology()) if late else timed or frozenset()
-    about = stating(sub, timed)
-    missing = about - {item[0] for _, item in ranked}
-    if missing:  # a statement of the asked relation is ranked however it scored
-        fused_of = dict(fusion.ranked())
-        for mid in sorted(m for m in missing if m in records):
-            admit(mid, fused_of.get(mid, 0.0))
-    ranked.sort(key=lambda item: (-item[0], item[1][0]))
-    replaced: dict[str, Superseded] = {}
-    moved: dict[str, float] = {}
-    in_time: dict[str, float] = {}
-    reads = cands.round_trips
-    if ranked:  # the current truth first (see search/validity.py), in a question about the present
-        carried = cands.fact_states is not None and (sub.fact_states is not None or not sub.records)
-        if carried and not (late and timed):
-            states = {**(sub.fact_states or {}), **(cands.fact_states or {})}  # read with the records
-        else:  # a read of its own
-            states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
-            reads += 1
-        replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
-        if req.as_of is None and not past:
-            moved = demote(ranked, replaced) if replaced else {}
-        readings = {}
-        unread = to_read(ranked, req.text, timed, states) if reader is not None else []
-        if unread and reader is not None:
-            read = reader()
-            readings = yield Work(lambda: dict(zip([rec.id for rec in unread],
-                                                    read([(rec.memory, rec.actor_id) for rec in unread]),
-                                                    strict=True)))
-        in_time = by_time(ranked, req.text, timed, ontology, states, past=past, about=about, readings=readings)
-    reranked: dict[str, float] = {}
-    if reranker is not None and ranked:
-        head = ranked[: cfg.rerank.top_n]
-        scores = yield Work(lambda: reranker.score(req.text, [h[1][2].memory for h in head]))
-        reranked = dict(zip((h[1][0] for h in head), scores, strict=True))
-        order = sorted(head, key=lambda h: (-reranked[h[1][0]], -h[0], h[1][0]))
-        ranked = order + ranked[cfg.rerank.top_n :]
-    results = []
+    def best(self, fusion: Fusion, needed: int) -> None:
+        """Admits the best ``needed`` by decayed score (twice what is returned: a superseded hit moved
+        down leaves room for the next). Decay only lowers a fused score, so once the next fused score
+        is below the worst of the best ``needed`` decayed ones, no later hit can enter them: the rest
+        are neither built nor decayed."""
+        floor: list[float] = []  # min-heap of the best `needed` decayed scores
+        for mid, fused in fusion.ranked():
+            if len(floor) >= needed and fused < floor[0]:
+                break
+            score = self.admit(mid, fused)
+            if score is None:
+                continue
+            if len(floor) < needed:
+                heapq.heappush(floor, score)
+            else:
+                heapq.heappushpop(floor, score)
+
+    def add_statements(self, fusion: Fusion, sub: Subgraph, timed: frozenset[str] | None,
+                   ontology: Callable[[], Ontology]) -> tuple[frozenset[str], frozenset[str]]:
+        """Admits the statements of a relation asked in time order however they scored, then sorts.
+        Returns those relations (decided here when the ontology was not loaded before the read and
+        the answer shows it matters) and the memories stating them."""
+        late = timed is None and bool(self.items) and (
+            bool(sub.relations) or said_apart([i[2] for _, i in self.items]))
+        timed = timed_relations(self._req.text, ontology()) if late else timed or frozenset()
+        about = stating(sub, timed)
+        missing = about - {item[0] for _, item in self.items}
+        if missing:
+            fused_of = dict(fusion.ranked())
+            for mid in sorted(m for m in missing if m in self._records):
+                self.admit(mid, fused_of.get(mid, 0.0))
+        self.items.sort(key=lambda item: (-item[0], item[1][0]))
+        return timed, about
+
+
+@dataclass
+class CurrentTruth:
+    """What :func:`current_truth` changed, for ``explain``."""
+
+    replaced: dict[str, Superseded] = field(default_factory=dict)
+    moved: dict[str, float] = field(default_factory=dict)
+    """Superseded memories moved down: their score factor."""
+    in_time: dict[str, float] = field(default_factory=dict)
+    """Statements put in time order: their place's score."""
+    round_trips: int = 1
+
+
+def current_truth(ranked: Ranked, req: SearchRequest, cands: Candidates, sub: Subgraph, plan: ReadPlan,
+                  timed: frozenset[str], about: frozenset[str], graph: GraphResult,
+                  ontology: Callable[[], Ontology], reader: Callable[[], StatementReader] | None,
+                  ) -> Steps[CurrentTruth]:
+    """The current truth first in a question about the present, the asked relation's statements in
+    time order (see :mod:`.validity`); ``ranked`` is changed in place. The facts' states come with
+    the records (Neo4j), else in a read of their own."""
+    from ..pipeline.steps import Call, Work
+
+    out = CurrentTruth(round_trips=cands.round_trips)
+    carried = cands.fact_states is not None and (sub.fact_states is not None or not sub.records)
+    if carried and not (plan.timed is None and timed):
+        states = {**(sub.fact_states or {}), **(cands.fact_states or {})}
+    else:
+        states = yield Call("fact_states", (req.scope, [r[1][0] for r in ranked]))
+        out.round_trips += 1
+    out.replaced = superseded(states, ontology, req.text, frozenset(graph.relations))
+    if req.as_of is None and not plan.past and out.replaced:
+        out.moved = demote(ranked, out.replaced)
+    readings = {}
+    unread = to_read(ranked, req.text, timed, states) if reader is not None else []
+    if unread and reader is not None:
+        read = reader()
+        readings = yield Work(lambda: dict(zip([rec.id for rec in unread],
+                                                read([(rec.memory, rec.actor_id) for rec in unread]), strict=True)))
+    out.in_time = by_time(ranked, req.text, timed, ontology, states, past=plan.past, about=about, readings=readings)
+    return out
+
+
+def rerank(ranking: Ranking, text: str, top_n: int, reranker: Reranker) -> Steps[dict[str, float]]:
+    """The cross-encoder re-orders the best ``top_n``; returns their scores."""
+    from ..pipeline.steps import Work
+
+    head = ranking.items[:top_n]
+    scores = yield Work(lambda: reranker.score(text, [h[1][2].memory for h in head]))
+    reranked = dict(zip((h[1][0] for h in head), scores, strict=True))
+    ranking.items = sorted(head, key=lambda h: (-reranked[h[1][0]], -h[0], h[1][0])) + ranking.items[top_n:]
+    return reranked
+
+
+def results(ranked: Ranked, req: SearchRequest, fusion: Fusion, graph: GraphResult, truth: CurrentTruth,
+            reranked: dict[str, float], ontology: Callable[[], Ontology], plan: ReadPlan,
+            sub: Subgraph) -> dict[str, Any]:
+    """The first ``req.k`` over the threshold, as records; with ``explain``, why each ranks where it does."""
+    hits = []
     for score, (mid, fused, rec, factor) in ranked:
         if req.threshold is not None and score < req.threshold:
             continue
         item = {**rec.public(), "score": score}
-        if mid in replaced:
-            item.update(replaced[mid].public(ontology()))
+        if mid in truth.replaced:
+            item.update(truth.replaced[mid].public(ontology()))
         if req.explain:
-            details: dict[str, Any] = {**fusion.details(mid), "fused": fused}
-            if factor != 1.0:
-                details["decay"] = factor
-            if mid in moved:
-                details["superseded"] = moved[mid]
-            if mid in in_time:
-                details["past" if past else "newest_first"] = in_time[mid]
-            if mid in reranked:
-                details["rerank"] = reranked[mid]
-            if "graph" in details and mid in graph.paths:
-                details["graph"]["path"] = graph.paths[mid]
-            item["score_details"] = details
-        results.append(item)
-        if len(results) == req.k:
+            item["score_details"] = explain(mid, fused, factor, fusion, graph, truth, reranked, plan.past)
+        hits.append(item)
+        if len(hits) == req.k:
             break
-    out: dict[str, Any] = {"results": results, "relations": []}
+    out: dict[str, Any] = {"results": hits, "relations": []}
     if req.explain:
-        out["round_trips"] = reads
-        if gq is not None:
+        out["round_trips"] = truth.round_trips
+        if plan.graph is not None:
             out["graph"] = {"linked": graph.linked, "relations": graph.relations, "classes": graph.classes,
                             "entities": len(sub.entities), "facts": len(sub.relations), "mentions": len(sub.mentions)}
     return out
+
+
+def explain(mid: str, fused: float, factor: float, fusion: Fusion, graph: GraphResult, truth: CurrentTruth,
+            reranked: dict[str, float], past: bool) -> dict[str, Any]:
+    """One hit's score: each signal's share, the rule that fused them, and what moved it after."""
+    details: dict[str, Any] = {**fusion.details(mid), "fused": fused, "fusion": fusion.rule}
+    if factor != 1.0:
+        details["decay"] = factor
+    if mid in truth.moved:
+        details["superseded"] = truth.moved[mid]
+    if mid in truth.in_time:
+        details["past" if past else "newest_first"] = truth.in_time[mid]
+    if mid in reranked:
+        details["rerank"] = reranked[mid]
+    if "graph" in details and mid in graph.paths:
+        details["graph"]["path"] = graph.paths[mid]
+    return details

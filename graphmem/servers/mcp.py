@@ -39,11 +39,11 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
-from .. import __version__
 from ..config import MemoryConfig, ServerConfig
 from ..errors import ConfigError, GraphmemError, clip, short
 from ..memory import Memory
 from ..models import Scope
+from ..version import __version__
 from . import schemas as s
 from .auth import KeyRing, KeyScopeError, Principal, ScopeArgs, UnauthenticatedError, read_keys_file
 from .errors import problem

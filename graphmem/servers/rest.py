@@ -41,11 +41,11 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
 from ..config import MemoryConfig
 from ..errors import ConfigError, GraphmemError, InvalidInputError, NotFoundError, OntologyError, clip, short
 from ..memory import Memory
 from ..models import Scope
+from ..version import __version__
 from . import schemas as s
 from . import view
 from .auth import INSECURE_LOCAL, KeyRing, Principal, ScopeArgs, UnauthenticatedError

@@ -43,6 +43,7 @@ from ..models import (
     build_record,
     iso,
 )
+from ..private_files import create_private_file, make_private_dirs
 from . import sqlite_dump as dump
 from . import sqlite_graph as graph
 from . import sqlite_reembed as reembed
@@ -69,7 +70,6 @@ from .base import (
     stale_entities,
     stale_memories,
 )
-from .files import create_private_file, make_private_dirs
 from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
 from .sqlite_vectors import TOKEN_KEY, VectorCache
 from .text import fts5_phrase, fts5_query, query_terms
@@ -233,7 +233,7 @@ class SQLiteStore(Store):
         if self._closed:
             raise StoreError(f"the store at {self.path} is closed")
         try:
-            make_private_dirs(self.path.parent)  # 0700 folders, a 0600 file: see stores/files.py
+            make_private_dirs(self.path.parent)  # 0700 folders, a 0600 file: see private_files.py
             create_private_file(self.path)
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..models import Scope
-from .files import PRIVATE_FILE
+from ..private_files import PRIVATE_FILE
 
 Vector = npt.NDArray[np.float32]
 

@@ -8,18 +8,40 @@ statement (Neo4j does, and ``tests/test_search_parity.py`` holds that answer equ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Protocol
 
 from ..filters import Filter
-from ..models import Relation, Scope
-from .base import GraphQuery, Subgraph
+from ..models import Entity, Relation, Scope
+from .records import GraphQuery, Records, Subgraph, Vector
 
-if TYPE_CHECKING:
-    from .base import Store
+
+class GraphReads(Protocol):
+    """The primitive reads the walk is written over, as :class:`~graphmem.stores.base.Store` declares
+    them: named here so the walk does not import the contract that calls it."""
+
+    def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]: ...
+
+    def entities(self, scope: Scope, ids: Sequence[str]) -> dict[str, Entity]: ...
+
+    def entity_memories(
+        self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
+    ) -> dict[str, tuple[int, list[str]]]: ...
+
+    def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]: ...
+
+    def facts(
+        self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
+        history: bool = False,
+    ) -> list[Relation]: ...
+
+    def records(
+        self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
+    ) -> tuple[Records, dict[str, float]]: ...
 
 
 def neighbourhood(
-    store: Store, scope: Scope, q: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
+    store: GraphReads, scope: Scope, q: GraphQuery, seed_memories: Sequence[str] = (), flt: Filter | None = None
 ) -> Subgraph:
     out = Subgraph()
     linked = store.find_entities(scope, list(q.keys), exact=False) if q.keys else {}

@@ -13,6 +13,7 @@ from typing import IO, Any
 from ..errors import InvalidInputError, short
 from ..models import Scope, iso, utcnow
 from ..stores.base import DUMP_KINDS, Store
+from ..version import __version__
 from .format import Header, encode_vector, row_line
 from .pages import Page, pages
 
@@ -23,8 +24,6 @@ def export_dump(store: Store, target: Target, *, scope: Scope | None, embedder: 
                 ontology: dict[str, Any] | None = None, batch: int = 1000) -> dict[str, Any]:
     """Dump the exact scopes ``scope`` contains (``None``: every one) to ``target`` (a path,
     written whole or not at all, or an open text file). Returns the header's counts and scopes."""
-    from .. import __version__
-
     scopes = [s for s in store.dump_scopes() if scope is None or scope.contains(s.user_id, s.agent_id, s.run_id)]
     counts = dict.fromkeys(DUMP_KINDS, 0)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:

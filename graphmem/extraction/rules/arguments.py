@@ -535,6 +535,48 @@ def workplace(res: Resources) -> RelationInfo | None:
     return found
 
 
+def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
+    """The organization of "at/for/with <Org>" at ``k``, or up to ``gap`` words later (no verb between
+    is checked, only that no "and"/"but" clause starts)."""
+    msg, e = ctx.sent.msg, ctx.sent.end
+    for j in range(k, min(k + gap + 1, e - 1)):
+        lo = msg.lowers[j]
+        if j > k and lo in ("and", "but", "because", "so"):
+            return None
+        if lo in ("at", "for", "with"):
+            at = j + 2 if msg.lowers[j + 1] == "the" else j + 1
+            m = ctx.ment_start.get(at)
+            return m.key if m is not None else None
+    return None
+
+
+def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
+    """"at Northwind in Lisbon": the object is located in the place named right after it (an event is
+    held there: "PyCon US in Pittsburgh"), unless the relation's object is itself a place ("lives in
+    Porto in Portugal" is another reading)."""
+    located = res.ontology.relation_info("locatedIn")
+    place = res.ontology.resolve_class("Place")
+    if located is None or place is None or any(res.ontology.is_subclass(r, place) for r in rel.range):
+        return None
+    ent = ctx.state.entities.get(obj)
+    if ent is None or res.lexicon.is_person(ent.type):
+        return None
+    mention = next((m for m in ctx.sent.mentions if m.key == obj and m.start >= k), None)
+    if mention is None:
+        return None
+    msg, j = ctx.sent.msg, mention.end
+    if j + 1 >= ctx.sent.end or msg.lowers[j] not in ("in", "at") or (j + 1) not in ctx.ment_start:
+        return None
+    where = ctx.ment_start[j + 1]
+    target = ctx.state.entities.get(where.key)
+    if target is None or target.key == obj or res.lexicon.is_person(target.type):
+        return None
+    held, event = res.ontology.relation_info("heldAt"), res.ontology.resolve_class("Event")
+    if held is not None and event is not None and ent.type and res.ontology.is_subclass(ent.type, event):
+        return make(res, ctx, obj, held, where.key)
+    return make(res, ctx, obj, located, where.key)
+
+
 def speaker_before(ctx: SentenceView, k: int) -> str | None:
     """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
     with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""

@@ -17,10 +17,12 @@ from ..schema import ExtractedTriple
 from .arguments import (
     SentenceView,
     appositive_of,
+    employer,
     field_acronym,
     is_job_word,
     make,
     parsed_subject,
+    place_after,
     speaker_before,
     speaker_is_person,
     subject,
@@ -92,8 +94,6 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             continue
         if employed is not None:
             out.append(employed)
-            from .triples import place_after
-
             placed = place_after(res, ctx, works, org, last) if org is not None else None
             if placed is not None:
                 out.append(placed)
@@ -144,18 +144,3 @@ def _employer_before(ctx: SentenceView, k: int) -> str | None:
         return None
     before = m.start - 2 if msg.lowers[m.start - 1] == "the" else m.start - 1
     return m.key if before >= ctx.sent.start and msg.lowers[before] in ("at", "with") else None
-
-
-def employer(ctx: SentenceView, k: int, *, gap: int) -> str | None:
-    """The organization of "at/for/with <Org>" at ``k``, or up to ``gap`` words later (no verb between
-    is checked, only that no "and"/"but" clause starts)."""
-    msg, e = ctx.sent.msg, ctx.sent.end
-    for j in range(k, min(k + gap + 1, e - 1)):
-        lo = msg.lowers[j]
-        if j > k and lo in ("and", "but", "because", "so"):
-            return None
-        if lo in ("at", "for", "with"):
-            at = j + 2 if msg.lowers[j + 1] == "the" else j + 1
-            m = ctx.ment_start.get(at)
-            return m.key if m is not None else None
-    return None

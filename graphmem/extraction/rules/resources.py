@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ...embedding import Embedder
     from ...ontology import Ontology
     from ...ontology.model import RelationInfo
-    from .clauses import ClauseLexicon
+    from .clause_lexicon import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .semantic import SemanticMap
     from .words import English
@@ -64,7 +64,7 @@ def load(ontology: Ontology, embedder: Embedder | None = None) -> Resources:
     from .spacy_import import import_spacy
 
     import_spacy()  # before any module of the rules imports spaCy
-    from .clauses import ClauseLexicon
+    from .clause_lexicon import ClauseLexicon
     from .lexicon import OntologyLexicon
     from .semantic import SemanticMap
     from .words import english
@@ -73,7 +73,7 @@ def load(ontology: Ontology, embedder: Embedder | None = None) -> Resources:
     lexicon = OntologyLexicon.build(ontology, nlp)
     np_ok = {r.iri: broad_range(ontology, r) for r in ontology.relations.values()}
     res = Resources(ontology, nlp, english(), lexicon, np_ok)
-    res.clauses = ClauseLexicon.build(res)
+    res.clauses = ClauseLexicon.build(ontology, lexicon)
     res.semantic = SemanticMap(ontology, embedder) if embedder is not None else None
     return res
 

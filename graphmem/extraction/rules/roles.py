@@ -12,7 +12,18 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import values
-from .arguments import SentenceView, by_example, is_job_word, listed, make, noun_phrase, subject, subjects, to_do
+from .arguments import (
+    SentenceView,
+    by_example,
+    employer,
+    is_job_word,
+    listed,
+    make,
+    noun_phrase,
+    subject,
+    subjects,
+    to_do,
+)
 from .lexicon import Direction
 from .resources import Resources
 from .text import Message
@@ -102,8 +113,6 @@ def _possessed_example(res: Resources, ctx: SentenceView, a: int, possessors: li
 def _service(res: Resources, ctx: SentenceView, a: int, possessor: str, pos_tok: int) -> list[ExtractedTriple]:
     """"my dentist Dr. Farouk (at Smile Dental)", "Dr Hale is my GP": the person's job, their employer,
     and that the possessor knows them. Only for a job word no relation names ("my manager" is manages)."""
-    from .jobs import employer
-
     msg, lex = ctx.sent.msg, res.lexicon
     if not is_job_word(msg.lowers[a]) or (msg.lemmas[a],) in lex.roles or (msg.lemmas[a],) in lex.class_words:
         return []

@@ -14,7 +14,8 @@ from typing import Final
 from ...ontology.model import RelationInfo
 from ..schema import ExtractedTriple
 from . import clauses, copula, jobs, moves, roles, values
-from .arguments import SentenceView, make, objects, subject, subjects, to_do
+from .arguments import SentenceView, make, objects, place_after, subject, subjects, to_do
+from .clause_lexicon import LIGHT
 from .lexicon import RelationPattern
 from .resources import Resources
 from .state import ChunkState, Sentence
@@ -89,7 +90,7 @@ def relation_matches(res: Resources, ctx: SentenceView) -> list[Match]:
 
 def _shortcut(p: RelationPattern) -> bool:
     """A light verb alone standing for a longer label ("takes" for "takes medication")."""
-    return len(p.lemmas) == 1 and p.lemmas[0] in clauses.LIGHT and p.relation.kind == "object" \
+    return len(p.lemmas) == 1 and p.lemmas[0] in LIGHT and p.relation.kind == "object" \
         and len(p.relation.label.split()) > 1
 
 
@@ -180,7 +181,7 @@ def _triples_for_match(res: Resources, ctx: SentenceView, match: Match) -> list[
         if value is not None:
             out += [t for subj in subjs if (t := make(res, ctx, subj, rel, value, literal=True)) is not None]
         return out
-    light = len(p.lemmas) == 1 and p.lemmas[0] in clauses.LIGHT  # "take" + a plain noun: the clause reader
+    light = len(p.lemmas) == 1 and p.lemmas[0] in LIGHT  # "take" + a plain noun: the clause reader
     ended = clauses.ended_before(msg.lowers, first, ctx.sent.start, ctx.sent.end)  # "I used to work at"
     for subj in subjs:
         out += _object_triples(res, ctx, rel, subj, last + 1, swap=p.passive_swap, plain=not light, ended=ended)
@@ -265,33 +266,6 @@ def _allergy(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str) -> 
     what = ctx.state.entity(" ".join(words[:-1]))
     what.mentioned = True
     return allergic, [what.key]
-
-
-def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, k: int) -> ExtractedTriple | None:
-    """"at Northwind in Lisbon": the object is located in the place named right after it (an event is
-    held there: "PyCon US in Pittsburgh"), unless the relation's object is itself a place ("lives in
-    Porto in Portugal" is another reading)."""
-    located = res.ontology.relation_info("locatedIn")
-    place = res.ontology.resolve_class("Place")
-    if located is None or place is None or any(res.ontology.is_subclass(r, place) for r in rel.range):
-        return None
-    ent = ctx.state.entities.get(obj)
-    if ent is None or res.lexicon.is_person(ent.type):
-        return None
-    mention = next((m for m in ctx.sent.mentions if m.key == obj and m.start >= k), None)
-    if mention is None:
-        return None
-    msg, j = ctx.sent.msg, mention.end
-    if j + 1 >= ctx.sent.end or msg.lowers[j] not in ("in", "at") or (j + 1) not in ctx.ment_start:
-        return None
-    where = ctx.ment_start[j + 1]
-    target = ctx.state.entities.get(where.key)
-    if target is None or target.key == obj or res.lexicon.is_person(target.type):
-        return None
-    held, event = res.ontology.relation_info("heldAt"), res.ontology.resolve_class("Event")
-    if held is not None and event is not None and ent.type and res.ontology.is_subclass(ent.type, event):
-        return make(res, ctx, obj, held, where.key)
-    return make(res, ctx, obj, located, where.key)
 
 
 def _passive_by(ctx: SentenceView, p: RelationPattern, first: int, last: int) -> int | None:

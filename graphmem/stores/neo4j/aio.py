@@ -4,23 +4,21 @@ same statements as the sync store's; the others run in worker threads on the syn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..base import AsyncStore
-from .session import AsyncDb
-
-if TYPE_CHECKING:
-    from .store import Neo4jStore
+from ..base import AsyncStore, Store
+from .session import AsyncDb, Db
 
 
 class AsyncNeo4jStore(AsyncStore):
-    def __init__(self, store: Neo4jStore) -> None:
+    def __init__(self, store: Store, db: Db) -> None:
+        """``store`` is the sync Neo4j store (its jobs and the rest of its methods), ``db`` its driver;
+        taking them as the base types keeps this module below the store that builds it."""
         super().__init__(store)
-        self._jobs = store
-        self._adb = AsyncDb(store._db)
+        self._adb = AsyncDb(db)
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        job = getattr(self._jobs, f"job_{name}", None)
+        job = getattr(self.store, f"job_{name}", None)
         if job is None:
             return await super().call(name, *args, **kwargs)
         return await self._adb.perform(job(*args, **kwargs))

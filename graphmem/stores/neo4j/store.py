@@ -133,7 +133,7 @@ class Neo4jStore(Store):
         """Reads and the committing write on ``neo4j.AsyncGraphDatabase`` (see :mod:`.aio`)."""
         from .aio import AsyncNeo4jStore
 
-        return AsyncNeo4jStore(self)
+        return AsyncNeo4jStore(self, self._db)
 
     # ---------------------------------------------------------------------------------- writes
 
