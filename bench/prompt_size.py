@@ -39,8 +39,8 @@ from chunking import offline_tiktoken  # bench/chunking.py: vocabularies from a 
 
 from graphmem.chunking import ESTIMATE
 from graphmem.extraction import prompt
+from graphmem.extraction.contract import ExtractionContext
 from graphmem.extraction.llm.answers import EXTRACTION
-from graphmem.extraction.schema import ExtractionContext
 from graphmem.extraction.vocabulary import select
 from graphmem.ontology import Ontology
 

@@ -375,7 +375,7 @@ def main() -> int:
     if args.int8_everywhere:
         import numkong
 
-        from graphmem.stores import sqlite_vectors
+        from graphmem.stores.sqlite import vectors as sqlite_vectors
 
         sqlite_vectors._COARSE_FROM, sqlite_vectors._RESCORED, sqlite_vectors._RESCORED_MIN = 0, 2, 0
         int8_pass = numkong.cdist

@@ -90,8 +90,8 @@ from graphmem import Memory, MemoryConfig
 from graphmem.config import SearchConfig
 from graphmem.embedding import Embedder, HashingEmbedder
 from graphmem.errors import InvalidInputError
+from graphmem.extraction.contract import Extraction, ExtractionContext
 from graphmem.extraction.rules import RuleExtractor
-from graphmem.extraction.schema import Extraction, ExtractionContext
 from graphmem.models import Entity, EventType, HistoryEvent, MemoryRecord, Relation, Scope, clean_text, norm_name
 from graphmem.models import text_hash as hash_of
 from graphmem.ontology import Ontology

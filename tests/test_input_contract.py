@@ -28,7 +28,7 @@ from graphmem.errors import (
     short,
 )
 from graphmem.extraction import Extraction, ExtractionContext, Extractor
-from graphmem.extraction.schema import ExtractedEntity, ExtractedMemory, ExtractedTriple
+from graphmem.extraction.contract import ExtractedEntity, ExtractedMemory, ExtractedTriple
 from graphmem.models import Scope, parse_datetime
 from graphmem.pipeline import parse_triples
 

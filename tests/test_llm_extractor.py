@@ -22,7 +22,7 @@ from graphmem.extraction import (
 )
 from graphmem.extraction.llm import LLMExtractor
 from graphmem.extraction.llm.answers import EXTRACTION, bounded, merge, split_in_two, strict_json_schema
-from graphmem.extraction.llm.server import ServerProfile
+from graphmem.extraction.llm.server_profile import ServerProfile
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer
 from graphmem.testing.standin import last_user_message

@@ -23,7 +23,7 @@ from graphmem.embedding import HashingEmbedder
 from graphmem.errors import ExtractionError, LLMError
 from graphmem.extraction import ExtractionContext
 from graphmem.extraction.llm import LLMExtractor
-from graphmem.extraction.llm.server import retry_delay
+from graphmem.extraction.llm.server_profile import retry_delay
 from graphmem.models import Scope
 from graphmem.ontology import Ontology
 from graphmem.testing import Reply, StandinServer

@@ -17,7 +17,7 @@ import pytest
 from graphmem.embedding import HashingEmbedder
 from graphmem.models import EventType, HistoryEvent, MemoryRecord, Scope, text_hash
 from graphmem.stores.base import NewMemory
-from graphmem.stores.sqlite import _RANKED, SQLiteStore
+from graphmem.stores.sqlite.store import _RANKED, SQLiteStore
 
 COMMON = "coffee budget meeting travel garden music dinner family".split()
 ROWS = 3 * _RANKED  # the scope outgrows the budget, and so does each common word (in half the rows)

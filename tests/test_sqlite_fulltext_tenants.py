@@ -13,7 +13,7 @@ import pytest
 from graphmem.filters import parse
 from graphmem.models import EventType, HistoryEvent, MemoryRecord, Scope, text_hash
 from graphmem.stores.base import NewMemory
-from graphmem.stores.sqlite import _BM25, _RANKED, SQLiteStore
+from graphmem.stores.sqlite.store import _BM25, _RANKED, SQLiteStore
 from graphmem.stores.text import fts5_query, query_terms
 
 WORDS = "coffee budget meeting travel garden music dinner family".split()

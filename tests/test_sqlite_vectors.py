@@ -14,7 +14,7 @@ import pytest
 from graphmem.models import EventType, HistoryEvent, MemoryRecord, Scope, text_hash
 from graphmem.stores.base import MemoryPatch, NewMemory
 from graphmem.stores.sqlite import SQLiteStore
-from graphmem.stores.sqlite_vectors import TOKEN_KEY, VectorCache
+from graphmem.stores.sqlite.vectors import TOKEN_KEY, VectorCache
 
 DIMS = 16
 EMBEDDER = "test-random-16"
@@ -221,7 +221,7 @@ def test_close_rewrites_the_snapshot_only_when_far_behind(tmp_path: Path) -> Non
 
 
 def test_close_writes_a_snapshot_of_a_big_store_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import graphmem.stores.sqlite_vectors as sv
+    import graphmem.stores.sqlite.vectors as sv
 
     monkeypatch.setattr(sv, "_SNAPSHOT_FROM", 50)
     rng = np.random.default_rng(4)
@@ -243,7 +243,7 @@ def test_the_int8_pass_of_a_big_block_returns_the_exact_top_k(tmp_path: Path, mo
     through appends, deletes (rows moved into holes), new vectors, a snapshot and a replay."""
     import numkong
 
-    import graphmem.stores.sqlite_vectors as sv
+    import graphmem.stores.sqlite.vectors as sv
 
     monkeypatch.setattr(sv, "_COARSE_FROM", 64)  # the pass runs from 64 rows, re-scoring 4k or 16
     monkeypatch.setattr(sv, "_RESCORED_MIN", 16)

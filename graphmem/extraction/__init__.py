@@ -6,8 +6,7 @@ with :func:`register_extractor` or installed as a ``graphmem.extractors`` entry 
 
 from typing import TYPE_CHECKING, Any
 
-from .registry import ExtractorFactory, extractors, register_extractor
-from .schema import (
+from .contract import (
     ExtractedEntity,
     ExtractedMemory,
     ExtractedTriple,
@@ -19,6 +18,7 @@ from .schema import (
     Rejection,
     Skipped,
 )
+from .registry import ExtractorFactory, extractors, register_extractor
 
 if TYPE_CHECKING:
     from .rules import RuleExtractor

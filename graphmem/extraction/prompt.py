@@ -22,7 +22,7 @@ from ..chunking.tokens import ESTIMATE
 from ..ontology import Ontology
 from ..ontology.model import ClassInfo, RelationInfo
 from ..ontology.naming import normalize_surface
-from .schema import ExtractionContext, Rejection
+from .contract import ExtractionContext, Rejection
 from .vocabulary import select
 
 MAX_DEFINITION_CHARS: Final = 120

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..config import MemoryConfig
     from ..embedding import Embedder
     from ..ontology import Ontology
-    from .schema import Extractor
+    from .contract import Extractor
 
 ExtractorFactory = Callable[["MemoryConfig", "Ontology", "Embedder"], "Extractor"]
 ENTRY_POINT_GROUP = "graphmem.extractors"
@@ -108,7 +108,7 @@ def create_extractor(config: MemoryConfig, ontology: Ontology, embedder: Embedde
         if not callable(factory):
             raise ConfigError(f"extractor {name!r} ({found[0].value}) is not a factory")
     extractor = factory(config, ontology, embedder)
-    from .schema import Extractor
+    from .contract import Extractor
 
     if not isinstance(extractor, Extractor):
         raise ConfigError(f"extractor {name!r} returned a {type(extractor).__name__}, not a graphmem Extractor")

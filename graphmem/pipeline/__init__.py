@@ -1,5 +1,5 @@
 """The write path: turning messages and triples into memories and checked graph facts."""
 
-from .graph import GraphPlan, GraphPlanner, PlanRequest, TripleInput, parse_triples
+from .planner import GraphPlan, GraphPlanner, PlanRequest, TripleInput, parse_triples
 
 __all__ = ["GraphPlan", "GraphPlanner", "PlanRequest", "TripleInput", "parse_triples"]

@@ -15,7 +15,7 @@ from typing import Any
 from ..models import Relation, Scope
 from ..ontology import Guard, Triple, TypedLiteral
 from ..stores.base import Store
-from .graph import readable_keys
+from .planner import readable_keys
 
 BATCH_SUBJECTS = 200
 

@@ -43,8 +43,8 @@ from ..models import (
     text_hash,
 )
 from ..stores.base import GraphWrite, NewMemory, Store
-from .graph import GraphPlan, PlanRequest, TripleInput
 from .parts import Parts
+from .planner import GraphPlan, PlanRequest, TripleInput
 from .retry import replan
 from .steps import Call, Embed, Steps, Work, extraction, run
 
@@ -384,7 +384,7 @@ class Ingestor:
         from pydantic import ValidationError
 
         from ..errors import clip
-        from .graph import triple_problems
+        from .planner import triple_problems
 
         def shown(text: object) -> str:  # printable and JSON-safe, however broken the text is
             return clip(str(text).encode("utf-8", "backslashreplace").decode("utf-8"), 100)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..extraction import Extractor
     from ..extraction.rules import StatementReader
     from ..ontology import Guard, Ontology
-    from .graph import GraphPlanner
+    from .planner import GraphPlanner
     from .steps import Engines
 
 log = logging.getLogger("graphmem")
@@ -85,7 +85,7 @@ class Parts:
     @property
     def planner(self) -> GraphPlanner:
         def build() -> GraphPlanner:
-            from .graph import GraphPlanner
+            from .planner import GraphPlanner
 
             return GraphPlanner(self.ontology, self.guard, self.store, self.embedder,
                                 type_untyped=self.config.ontology.type_untyped_entities,

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..models import QuarantineEntry, Scope, utcnow
-from .graph import PlanRequest, TripleInput, triple_problems
 from .parts import Parts
+from .planner import PlanRequest, TripleInput, triple_problems
 from .retry import replanning
 
 

@@ -9,8 +9,8 @@ from typing import Any
 from ..errors import NotFoundError, short
 from ..models import EventType, Keep, MemoryRecord, Scope, new_id, text_hash, utcnow
 from ..stores.base import MemoryPatch
-from .graph import GraphPlan
 from .ingest import Ingestor
+from .planner import GraphPlan
 from .retry import replanning
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...ontology.naming import normalize_surface
 from .. import prompt
-from ..schema import ExtractedEntity, ExtractedMemory, ExtractedTriple, Extraction
+from ..contract import ExtractedEntity, ExtractedMemory, ExtractedTriple, Extraction
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -27,9 +27,9 @@ from ...config import LLMConfig, display_uri
 from ...driving import adrive, drive
 from ...errors import ConfigError, ExtractionError, LLMError
 from .. import prompt
-from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor, Rejection
+from ..contract import ExtractedTriple, Extraction, ExtractionContext, Extractor, Rejection
 from .answers import EXTRACTION, REPAIR, BadOutput, M, Spec, looks_looping, merge, parse_answer, split_in_two
-from .server import (
+from .server_profile import (
     CONTEXT_WORDS,
     FORMAT_WORDS,
     MIN_ANSWER_TOKENS,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology.model import RelationInfo
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .resources import Resources
 from .state import ChunkState, Entity, Mention, Sentence, norm
 from .text import Message

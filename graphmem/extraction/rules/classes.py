@@ -10,7 +10,7 @@ from __future__ import annotations
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...ontology import Ontology
-from ..schema import KnownEntity
+from ..contract import KnownEntity
 from .lexicon import OntologyLexicon
 from .resources import Resources
 from .state import ChunkState, Entity, Sentence

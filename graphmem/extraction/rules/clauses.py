@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 from ...ontology.model import RelationInfo
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .arguments import SentenceView, by_example, is_job_word, make, noun_phrase
 from .clause_lexicon import LIGHT
 from .resources import Resources

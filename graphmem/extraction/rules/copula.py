@@ -11,7 +11,7 @@ from typing import Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .arguments import SentenceView, appositive_of, make, subject, subjects
 from .resources import Resources
 from .words import COUNTRY_OF_DEMONYM

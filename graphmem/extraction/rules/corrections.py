@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .arguments import SentenceView, noun_phrase
 from .resources import Resources
 from .state import Sentence, norm

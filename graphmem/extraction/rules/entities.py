@@ -13,7 +13,7 @@ from typing import Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..schema import ExtractedEntity
+from ..contract import ExtractedEntity
 from . import classes, mentions
 from .resources import Resources
 from .state import ChunkState, Entity, KnownNames, Mention, Sentence, norm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Final
 
-from ..schema import ExtractedTriple, Extraction, ExtractionContext, Extractor
+from ..contract import ExtractedTriple, Extraction, ExtractionContext, Extractor
 from .resources import Resources, load
 from .state import NOT_THE_USER, ROLES, ChunkState, Granularity, Sentence, norm, role_of
 

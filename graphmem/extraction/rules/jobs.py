@@ -13,7 +13,7 @@ from typing import Final
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .arguments import (
     SentenceView,
     appositive_of,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from ...models import MemoryType
-from ..schema import ExtractedMemory, Skipped
+from ..contract import ExtractedMemory, Skipped
 from .state import NOT_THE_USER, Granularity, Sentence, role_of
 from .statements import Statement, statements
 from .words import INTERJECTIONS, PHATIC, English

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Final
 
 from ...ontology.model import RelationInfo
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from .arguments import (
     LEAD_INS,
     SentenceView,

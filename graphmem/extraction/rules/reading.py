@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from ..schema import ExtractionContext, KnownEntity
+from ..contract import ExtractionContext, KnownEntity
 
 if TYPE_CHECKING:
     from .extractor import RuleExtractor

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from ...ontology.model import RelationInfo
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from . import values
 from .arguments import (
     SentenceView,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    from ..schema import ExtractionContext
+    from ..contract import ExtractionContext
     from .dates import TimeExpr
     from .text import Message
 

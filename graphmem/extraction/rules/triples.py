@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ...ontology.model import RelationInfo
-from ..schema import ExtractedTriple
+from ..contract import ExtractedTriple
 from . import clauses, copula, jobs, moves, roles, values
 from .arguments import SentenceView, make, objects, place_after, subject, subjects, to_do
 from .clause_lexicon import LIGHT

@@ -185,7 +185,7 @@ def lucene_words(words: Sequence[str], fields: Sequence[str]) -> str:
 
 
 def _linking_cypher(q: GraphQuery, params: dict[str, Any], in_scope: str, scope_q: str) -> str:
-    """Query linking (``sqlite_graph.neighbourhood`` does the same), leaving ``g_linked``:
+    """Query linking (``sqlite.graph.neighbourhood`` does the same), leaving ``g_linked``:
     ``[key, entity]`` per link, in key order.
 
     Per key the oldest entity having it as name (index seek on ``Entity.key``) or alias (the
@@ -253,7 +253,7 @@ def neighbourhood_cypher(
     trip: ``seeds`` is an expression of the seed memory ids, ``skip`` of memory ids whose records the
     caller has already (they are not fetched twice), ``records_where`` the scope and filter on ``m``
     (``record_proj`` projects it), ``carry`` the caller's variables to keep. The walk is the SQLite
-    store's, step for step (see ``sqlite_graph.neighbourhood``): the same linking, frontier order and
+    store's, step for step (see ``sqlite.graph.neighbourhood``): the same linking, frontier order and
     cuts, so both stores return the same subgraph. The text depends only on the scope's fields,
     ``q.depth``, ``q.history`` and ``q.as_of`` being set; every value goes into ``params``.
     """

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso, norm_name
-from . import sqlite_graph as graph
-from .base import DUMP_KINDS, Restore, Vector
-from .sqlite_sql import exact_scope_sql
+from ...models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, iso, norm_name
+from ..base import DUMP_KINDS, Restore, Vector
+from . import graph
+from .sql import exact_scope_sql
 
 TABLES = {"memory": "memories", "event": "history", "entity": "entities", "fact": "relations",
           "quarantine": "quarantine"}

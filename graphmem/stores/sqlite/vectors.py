@@ -32,8 +32,8 @@ import numkong
 import numpy as np
 import numpy.typing as npt
 
-from ..models import Scope
-from ..private_files import PRIVATE_FILE
+from ...models import Scope
+from ...private_files import PRIVATE_FILE
 
 Vector = npt.NDArray[np.float32]
 

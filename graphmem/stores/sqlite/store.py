@@ -6,7 +6,7 @@ Why it does not say "database is locked": every write transaction starts with ``
 connection; readers never block writers in WAL mode.
 
 Vectors live in the ``memories`` table as float32 blobs and in memory per process, one contiguous
-matrix per tenant (:mod:`.sqlite_vectors`, which also keeps a snapshot file for a fast cold start).
+matrix per tenant (:mod:`.vectors`, which also keeps a snapshot file for a fast cold start).
 Triggers append every vector change to ``vec_changes``; before a search the matrices replay the
 changes they have not seen, inside the search's read transaction, so they are exact and consistent
 even when other processes write to the same file.
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError, DuplicateMemoryError, SchemaMismatchError, StoreError, StoreUnavailableError
-from ..filters import Filter
-from ..models import (
+from ...errors import ConflictError, DuplicateMemoryError, SchemaMismatchError, StoreError, StoreUnavailableError
+from ...filters import Filter
+from ...models import (
     Entity,
     EventType,
     HistoryEvent,
@@ -43,11 +43,8 @@ from ..models import (
     build_record,
     iso,
 )
-from ..private_files import create_private_file, make_private_dirs
-from . import sqlite_dump as dump
-from . import sqlite_graph as graph
-from . import sqlite_reembed as reembed
-from .base import (
+from ...private_files import create_private_file, make_private_dirs
+from ..base import (
     Candidates,
     EntityQuery,
     Expectations,
@@ -70,9 +67,10 @@ from .base import (
     stale_entities,
     stale_memories,
 )
-from .sqlite_sql import exact_scope_sql, filter_sql, scope_sql
-from .sqlite_vectors import TOKEN_KEY, VectorCache
-from .text import fts5_phrase, fts5_query, query_terms
+from ..text import fts5_phrase, fts5_query, query_terms
+from . import dump, graph, reembed
+from .sql import exact_scope_sql, filter_sql, scope_sql
+from .vectors import TOKEN_KEY, VectorCache
 
 log = logging.getLogger("graphmem")
 
@@ -386,7 +384,7 @@ class SQLiteStore(Store):
         return VectorCache(dims, self.path.with_name(self.path.name + "-vectors"))
 
     def save_vectors(self, force: bool = False) -> bool:
-        """Write the vector snapshot (see :mod:`.sqlite_vectors`) when the loaded vectors are far
+        """Write the vector snapshot (see :mod:`.vectors`) when the loaded vectors are far
         ahead of it, or ``force``: loading them first, then. Whether one was written."""
         vec = self._vec
         if vec is None or self._closed:
@@ -686,7 +684,7 @@ class SQLiteStore(Store):
         with self._read() as conn:
             return graph.quarantined(conn, scope, status)
 
-    # -- dump primitives (graphmem.transfer; see sqlite_dump) ---------------------------------------
+    # -- dump primitives (graphmem.transfer; see .dump) ---------------------------------------
     def dump_scopes(self) -> list[Scope]:
         with self._read() as conn:
             return dump.dump_scopes(conn)

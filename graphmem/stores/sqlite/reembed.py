@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Scope
-from .base import ReembedRow, Vector
-from .sqlite_sql import scope_sql
+from ...models import Scope
+from ..base import ReembedRow, Vector
+from .sql import scope_sql
 
 STAGING = """
 CREATE TABLE IF NOT EXISTS reembed_memory (id TEXT PRIMARY KEY, checked TEXT NOT NULL, embedding BLOB NOT NULL)

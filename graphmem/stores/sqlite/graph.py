@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError
-from ..models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
-from .base import EntityQuery, FactQuery, FactStates, GraphWrite, WriteResult, successor_order
-from .sqlite_sql import exact_scope_sql, scope_sql
+from ...errors import ConflictError
+from ...models import Entity, QuarantineEntry, Relation, Scope, build_entity, build_relation, iso, norm_name
+from ..base import EntityQuery, FactQuery, FactStates, GraphWrite, WriteResult, successor_order
+from .sql import exact_scope_sql, scope_sql
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (

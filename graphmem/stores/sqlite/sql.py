@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..filters import And, Cond, Filter, Not, Or
-from ..models import Scope
+from ...filters import And, Cond, Filter, Not, Or
+from ...models import Scope
 
 SCOPE_COLUMNS = ("user_id", "agent_id", "run_id")
 
