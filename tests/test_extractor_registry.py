@@ -54,7 +54,7 @@ def registered() -> Iterator[list[tuple[MemoryConfig, Ontology, Embedder]]]:
 
     register_extractor("echo_test", factory)
     yield calls
-    extractor_registry._factories.pop("echo_test", None)
+    extractor_registry._plugins.unregister("echo_test")
 
 
 def test_without_an_llm_the_rules_extract_with_their_defaults(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_a_factory_returning_no_extractor_is_refused(tmp_path: Path) -> None:
                 pytest.raises(ConfigError, match="not a graphmem Extractor"):
             m.add("I moved to Porto.", user_id="u")
     finally:
-        extractor_registry._factories.pop("broken_test", None)
+        extractor_registry._plugins.unregister("broken_test")
 
 
 @pytest.fixture

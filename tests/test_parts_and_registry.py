@@ -101,7 +101,7 @@ def test_a_registered_store_is_found_by_provider(tmp_path: Path) -> None:
             assert [r["memory"] for r in m.get_all(user_id="u")["results"]] == ["stored in mine"]
         assert len(made) == 1 and (tmp_path / "mine.db").exists()
     finally:
-        store_registry._factories.pop("mine_test", None)
+        store_registry._plugins.unregister("mine_test")
 
 
 def test_unknown_provider_is_a_config_error_naming_the_choices(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_a_factory_returning_no_store_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="not a graphmem Store"):
             create_store(config(tmp_path, provider="broken_test"))
     finally:
-        store_registry._factories.pop("broken_test", None)
+        store_registry._plugins.unregister("broken_test")
 
 
 @pytest.fixture

@@ -12,12 +12,11 @@ without loading them a second time, and returns an :class:`~graphmem.extraction.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..plugins import Plugins
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -43,28 +42,19 @@ def _llm(config: MemoryConfig, ontology: Ontology, embedder: Embedder) -> Extrac
     return LLMExtractor(config.llm)
 
 
-_factories: dict[str, ExtractorFactory] = {"rules": _rules, "llm": _llm}
-_lock = threading.Lock()
+_plugins: Plugins[ExtractorFactory] = Plugins("extractor", ENTRY_POINT_GROUP, "graphmem.extraction.register_extractor",
+                                              {"rules": _rules, "llm": _llm}, reserved=("auto",))
 
 
 def register_extractor(name: str, factory: ExtractorFactory, *, replace: bool = False) -> None:
     """Make ``extraction.provider: name`` build its extractor with ``factory``. A built-in or already
     registered name is refused unless ``replace`` (a plug-in must not shadow one by accident)."""
-    if not isinstance(name, str) or not name.isidentifier() or name == "auto":
-        raise ConfigError(f"an extractor name is an identifier (letters, digits, _) other than 'auto', got {name!r}")
-    if not callable(factory):
-        raise ConfigError(f"the factory of extractor {name!r} must be callable")
-    with _lock:
-        if name in _factories and not replace:
-            raise ConfigError(f"extractor {name!r} is already registered; pass replace=True to replace it")
-        _factories[name] = factory
+    _plugins.register(name, factory, replace=replace)
 
 
 def extractors() -> list[str]:
     """Every extractor name usable now: built-in, registered, and installed entry points."""
-    with _lock:
-        names = set(_factories)
-    return sorted(names | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return _plugins.names()
 
 
 def chosen(config: MemoryConfig) -> str:
@@ -80,34 +70,14 @@ def check_extractor(config: MemoryConfig) -> None:
     anything: a ``Memory`` refuses such a configuration when it is made, not at its first ``add``.
     Entry points are scanned only for a name not registered."""
     name = chosen(config)
-    with _lock:
-        if name in _factories:
-            return
-    if not any(ep.name == name for ep in entry_points(group=ENTRY_POINT_GROUP)):
-        raise _unknown(name)
-
-
-def _unknown(name: str) -> ConfigError:
-    return ConfigError(f"no extractor {name!r}; available: {', '.join(extractors())} (register one with "
-                       f"graphmem.extraction.register_extractor or a {ENTRY_POINT_GROUP!r} entry point)")
+    if not _plugins.knows(name):
+        raise _plugins.unknown(name)
 
 
 def create_extractor(config: MemoryConfig, ontology: Ontology, embedder: Embedder) -> Extractor:
     """The extractor ``config.extraction.provider`` names (see :func:`chosen`)."""
     name = chosen(config)
-    with _lock:
-        factory = _factories.get(name)
-    if factory is None:
-        found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-        if not found:
-            raise _unknown(name)
-        try:
-            factory = found[0].load()
-        except Exception as exc:  # a broken plug-in is a configuration problem, reported as one
-            raise ConfigError(f"extractor {name!r} ({found[0].value}) failed to load: {exc}") from exc
-        if not callable(factory):
-            raise ConfigError(f"extractor {name!r} ({found[0].value}) is not a factory")
-    extractor = factory(config, ontology, embedder)
+    extractor = _plugins.factory(name)(config, ontology, embedder)
     from .contract import Extractor
 
     if not isinstance(extractor, Extractor):

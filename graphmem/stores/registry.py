@@ -10,12 +10,11 @@ well as its own ``store`` section) and returns an unopened :class:`~graphmem.sto
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..plugins import Plugins
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -37,56 +36,31 @@ def _neo4j(config: MemoryConfig) -> Store:
     return Neo4jStore(config.store)
 
 
-_factories: dict[str, StoreFactory] = {"sqlite": _sqlite, "neo4j": _neo4j}
-_lock = threading.Lock()
+_plugins: Plugins[StoreFactory] = Plugins("store provider", ENTRY_POINT_GROUP, "graphmem.stores.register_store",
+                                          {"sqlite": _sqlite, "neo4j": _neo4j})
 
 
 def register_store(name: str, factory: StoreFactory, *, replace: bool = False) -> None:
     """Make ``store.provider: name`` build its store with ``factory``. A built-in or already
     registered name is refused unless ``replace`` (a plug-in must not shadow one by accident)."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ConfigError(f"a store provider name is an identifier (letters, digits, _), got {name!r}")
-    if not callable(factory):
-        raise ConfigError(f"the factory of store provider {name!r} must be callable")
-    with _lock:
-        if name in _factories and not replace:
-            raise ConfigError(f"store provider {name!r} is already registered; pass replace=True to replace it")
-        _factories[name] = factory
+    _plugins.register(name, factory, replace=replace)
 
 
 def providers() -> list[str]:
     """Every provider name usable now: built-in, registered, and installed entry points."""
-    with _lock:
-        names = set(_factories)
-    return sorted(names | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return _plugins.names()
 
 
 def is_provider(name: str) -> bool:
     """Whether ``name`` builds a store; entry points are scanned only for a name not registered,
     so loading a configuration of a built-in backend reads no package metadata."""
-    with _lock:
-        if name in _factories:
-            return True
-    return any(ep.name == name for ep in entry_points(group=ENTRY_POINT_GROUP))
+    return _plugins.knows(name)
 
 
 def create_store(config: MemoryConfig) -> Store:
     """The store ``config.store.provider`` names, not yet opened."""
     name = config.store.provider
-    with _lock:
-        factory = _factories.get(name)
-    if factory is None:
-        found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-        if not found:
-            raise ConfigError(f"no store provider {name!r}; available: {', '.join(providers())} (register one "
-                              f"with graphmem.stores.register_store or a {ENTRY_POINT_GROUP!r} entry point)")
-        try:
-            factory = found[0].load()
-        except Exception as exc:  # a broken plug-in is a configuration problem, reported as one
-            raise ConfigError(f"store provider {name!r} ({found[0].value}) failed to load: {exc}") from exc
-        if not callable(factory):
-            raise ConfigError(f"store provider {name!r} ({found[0].value}) is not a factory")
-    store = factory(config)
+    store = _plugins.factory(name)(config)
     from .base import Store
 
     if not isinstance(store, Store):
