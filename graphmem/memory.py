@@ -47,6 +47,7 @@ from .pipeline.recheck import recheck as recheck_quarantine
 from .pipeline.steps import Call, Steps, Work, arun, run
 from .pipeline.update import update as update_memory
 from .search.access import AccessLog
+from .search.fusion import fusion_rule
 from .stores import Store, create_store
 from .stores.base import StoreInfo
 
@@ -112,6 +113,7 @@ class Memory:
 
         A mem0-style ``config`` is translated (:mod:`graphmem.mem0`)."""
         self.config = compat.load_config(config)
+        fusion_rule(self.config.search.fusion)  # an unknown rule fails here, before a store is opened
         self.store = store or create_store(self.config)
         self.embedder = self._pinned_embedder(embedder)
         self.info = self.store.open(self.embedder.name, self.embedder.dims)

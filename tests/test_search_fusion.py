@@ -78,9 +78,13 @@ def test_an_unknown_rule_fails_naming_the_known_ones(tmp_path: Any, monkeypatch:
     monkeypatch.setattr(fusion, "_RULES", {n: fusion._RULES[n] for n in ("weighted", "minmax", "rrf")})
     with pytest.raises(ConfigError, match=r"search\.fusion"):
         MemoryConfig.load({"search": {"fusion": "min max"}})  # not a name at all: at load
-    mem = Memory(MemoryConfig.load({"home": str(tmp_path), "embedder": {"provider": "hashing", "dims": 64},
-                                    "search": {"fusion": "rff"}}))
+    config = {"home": str(tmp_path), "embedder": {"provider": "hashing", "dims": 64}}
+    with pytest.raises(ConfigError, match="no fusion rule 'rff'; available: minmax, rrf, weighted"):
+        Memory(MemoryConfig.load({**config, "search": {"fusion": "rff"}}))  # when the Memory is made
+    assert not (tmp_path / "graphmem.db").exists(), "a refused configuration opened a store"
+    mem = Memory(MemoryConfig.load(config))
     try:
+        mem.config.search = SearchConfig(fusion="rff")  # changed afterwards: at the next search
         with pytest.raises(ConfigError, match="no fusion rule 'rff'; available: minmax, rrf, weighted"):
             mem.search("anything", user_id="u")
     finally:
