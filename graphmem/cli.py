@@ -812,6 +812,29 @@ def import_(
 
 
 @app.command()
+def backup(
+    target: Annotated[Path, typer.Argument(help="New file to write (never over an existing one).")],
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Back up the whole store while writers go on: SQLite a snapshot, Neo4j a dump (Memory.backup)."""
+    with _memory(config) as m:
+        result = _run(lambda: m.backup(target))
+    _summary(result, as_json)
+
+
+@app.command()
+def restore(
+    source: Annotated[Path, typer.Argument(help="A file written by `graphmem backup`.")],
+    batch_size: Annotated[int, typer.Option(help="Rows per transaction.")] = 1000,
+    as_json: JsonOpt = False, config: ConfigOpt = None,
+) -> None:
+    """Copy a backup into the configured store, which must hold none of its scopes (Memory.restore)."""
+    with _memory(config, create=True) as m:
+        result = _run(lambda: m.restore(source, batch_size=batch_size))
+    _summary(result, as_json)
+
+
+@app.command()
 def migrate(
     to: Annotated[str, typer.Option("--to", help="Target store: a config file (its store section), "
                                     "sqlite:///path.db, or a Bolt URI (password: GRAPHMEM_STORE__PASSWORD).")],
@@ -987,8 +1010,11 @@ def _summary(result: dict[str, Any], as_json: bool, *, to_stderr: bool = False) 
         print_json(result, stderr=to_stderr)
         return
     counts = result.get("counts") or result.get("imported") or result.get("copied") or {}
-    text = ", ".join(f"{n} {k}" for k, n in counts.items()) or ", ".join(f"{k}: {v}" for k, v in result.items())
+    text = ", ".join(f"{n} {k}" for k, n in counts.items()) or ", ".join(f"{k}: {v}" for k, v in result.items()
+                                                                       if k != "note")
     out.print(text, highlight=False, soft_wrap=True)
+    if result.get("note"):
+        out.print(f"note: {result['note']}", highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

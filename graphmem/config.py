@@ -88,7 +88,14 @@ class StoreConfig(_Section):
     database: str | None = None
     """Neo4j database name; ``None`` uses the server default (``neo4j`` on Community)."""
     connect_timeout_s: float = Field(10.0, gt=0)
-    """Bolt connection timeout; an unreachable server fails after this instead of retrying forever."""
+    """Opening the store: an unreachable server, or one that accepts the connection and never answers,
+    fails after this instead of waiting forever. It never bounds a query once it runs (an analyst
+    query has ``cypher_timeout_s``; graphmem's own reads and writes run to completion)."""
+    acquire_timeout_s: float = Field(60.0, gt=0)
+    """Neo4j: longest wait, after the store opened, for a connection: a free one of the pool or a new
+    one's handshake. A server busy for seconds (a long garbage collection, a checkpoint) slows new
+    connections down; this is that wait's bound (the driver's own default), so such a pause delays
+    a call instead of failing it."""
     max_transaction_retry_s: float = Field(15.0, ge=0)
     """Time within which a Neo4j transaction that failed transiently (a deadlock, a leader switch)
     is run again, after pauses of a few milliseconds, doubling."""
@@ -440,7 +447,9 @@ class LimitsConfig(_Section):
     """Bounds on inputs, so a bad or hostile call gets a clear error instead of exhausting memory."""
 
     max_memory_chars: int = Field(100_000, ge=1)
-    """A single stored memory's size limit; longer input is refused with a clear error, never cut."""
+    """A message's (and so a stored memory's) size limit, with or without extraction; a longer text is
+    refused with a clear error, never cut or partly kept: split a document into messages, or add it
+    with ``add_many``."""
     max_batch: int = Field(10_000, ge=1)
     """Messages accepted by one ``add`` call."""
     get_all_limit: int = Field(100, ge=1)

@@ -27,6 +27,7 @@ from .models import MemoryType, Message, check_id, parse_datetime, refuse_contro
 MessagesInput = str | dict[str, Any] | Sequence[dict[str, Any]]
 SURROGATE = re.compile(r"[\ud800-\udfff]")
 DEFAULT_LIMITS = LimitsConfig()
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def when(value: object, name: str) -> datetime | None:
@@ -225,6 +226,9 @@ def query_vector(vector: object, dims: int, embedder: str) -> npt.NDArray[np.flo
     if not np.isfinite(values).all():
         raise InvalidInputError("vector holds NaN or infinite values")
     scale = float(np.abs(values).max())
+    if scale > _FLOAT32_MAX:
+        raise InvalidInputError(f"vector holds a value beyond float32's range (±{_FLOAT32_MAX:.3g}); "
+                                "vectors are stored and compared as float32")
     if scale == 0.0:
         raise InvalidInputError("vector is all zeros; it has no direction to compare with")
     values = values / scale  # no overflow in the norm, however large the values

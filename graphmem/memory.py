@@ -764,6 +764,41 @@ class Memory:
         finally:
             target.close()
 
+    def backup(self, target: str | os.PathLike[str]) -> dict[str, Any]:
+        """Back up the whole store (every tenant) to the new file ``target`` while writers go on.
+        SQLite: a consistent snapshot, itself a store (``"snapshot": True``). Other backends: a dump
+        as :meth:`export` writes (on Neo4j not a snapshot: the result's ``note`` says what it holds).
+        Administration only."""
+        from .transfer.backup import backup
+
+        onto = self.ontology
+        return backup(self.store, target, embedder=self.embedder.name, dims=self.embedder.dims,
+                      ontology={"fingerprint": onto.fingerprint, "iris": list(onto.ontology_iris)})
+
+    def restore(self, source: str | os.PathLike[str], *, batch_size: int = 1000) -> dict[str, Any]:
+        """Copy a backup written by :meth:`backup` (either kind) into this store, which must hold
+        none of its scopes; checked before anything is written. Administration only."""
+        from .transfer.backup import restore
+
+        return restore(self.store, source, embedder=self.embedder.name, dims=self.embedder.dims,
+                       batch=_batch(batch_size))
+
+    def bookmarks(self) -> list[str]:
+        """Tokens naming this Memory's writes so far. On a Neo4j cluster (or Aura) a read may be
+        served by a member that has not applied a write yet; within one Memory every read waits for
+        its own writes. Another process reads them too once given these tokens (:meth:`read_after`).
+        ``[]`` on a store where every read sees every commit (SQLite)."""
+        return self.store.bookmarks()
+
+    def read_after(self, bookmarks: Sequence[str]) -> None:
+        """Make later reads wait until the writes ``bookmarks`` (another Memory's :meth:`bookmarks`)
+        name are visible."""
+        if (isinstance(bookmarks, str | bytes) or not isinstance(bookmarks, Sequence) or len(bookmarks) > 1000
+                or not all(isinstance(b, str) and 0 < len(b) <= 1000 for b in bookmarks)):
+            raise InvalidInputError(f"bookmarks is a list of strings another Memory's bookmarks() returned, got "
+                                    f"{short(bookmarks)}")
+        self.store.read_after(list(bookmarks))
+
     @staticmethod
     def _transfer_scope(user_id: str | None, agent_id: str | None, run_id: str | None, all_scopes: bool
                         ) -> Scope | None:
@@ -868,6 +903,18 @@ class AsyncMemory:
 
     async def optimize(self) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.optimize)
+
+    async def backup(self, target: str | os.PathLike[str]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.backup, target)
+
+    async def restore(self, source: str | os.PathLike[str], *, batch_size: int = 1000) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.restore, source, batch_size=batch_size)
+
+    def bookmarks(self) -> list[str]:
+        return self.sync.bookmarks()
+
+    def read_after(self, bookmarks: Sequence[str]) -> None:
+        self.sync.read_after(bookmarks)
 
     async def warm(self) -> AsyncMemory:
         await asyncio.to_thread(self.sync.warm)

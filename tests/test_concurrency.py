@@ -25,7 +25,7 @@ from graphmem.models import Scope, norm_name
 from tests.conftest import make_config
 
 GM = "https://graphmem.dev/ontology#"
-SOAK_SECONDS = float(os.environ.get("GRAPHMEM_SOAK_SECONDS", "15"))
+SOAK_SECONDS = float(os.environ.get("GRAPHMEM_SOAK_SECONDS", "30"))
 
 
 def run_threads(work: list[tuple[Any, int]]) -> list[BaseException]:

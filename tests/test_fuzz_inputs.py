@@ -389,6 +389,14 @@ TRANSFER_SPECS: dict[str, dict[str, Arg]] = {
                 **SCOPE, "checkpoint": Arg(st.just(CHECKPOINT), st.sampled_from([str(FILES), "", 42, b"x"]),
                                            optional=False),
                 "batch_size": BATCH},
+    # a backup goes to a new file: the valid path here exists (a backup of the shared Neo4j would dump
+    # every tenant of it), so both backends refuse it alike; a restore of the scope's own dump conflicts
+    "backup": {"target": Arg(st.just(str(FILES / "empty.jsonl")), BAD_OUT, optional=False)},
+    "restore": {"source": Arg(st.just(DUMP), BAD_DUMP, optional=False), "batch_size": BATCH},
+    # a well-formed bookmark is Neo4j's to judge (SQLite has none): only the shape is fuzzed
+    "read_after": {"bookmarks": Arg(st.just([]), st.one_of(
+        st.sampled_from(["FB:x", [""], ["x" * 1001], [1], [None], ["a"] * 1001, b"x", {"a": 1}]), HOSTILE),
+        optional=False)},
     # valid: the store's own embedder (nothing to do; another one would move the shared Neo4j's pin)
     "reembed": {"embedder": Arg(st.sampled_from(["hashing", {"provider": "hashing", "dims": 384}]),
                                 st.one_of(st.sampled_from(["nope", "auto", {"dims": 3}, {"provider": "x"},
@@ -420,7 +428,7 @@ def call_args(draw: st.DrawFn, method: str) -> dict[str, Any]:
 
 
 STRATEGIES = {method: call_args(method) for method in SPECS}
-NO_ARGUMENTS = ("reset", "optimize", "warm")
+NO_ARGUMENTS = ("reset", "optimize", "warm", "bookmarks")
 """Public methods without arguments: called once per backend (SQLite only: on the shared Neo4j
 they would wipe or re-index every other test's data)."""
 
@@ -623,6 +631,9 @@ test_fuzz_export_rdf = _fuzz("export_rdf")
 test_fuzz_import = _fuzz("import_")
 test_fuzz_migrate = _fuzz("migrate")
 test_fuzz_reembed = _fuzz("reembed")
+test_fuzz_backup = _fuzz("backup")
+test_fuzz_restore = _fuzz("restore")
+test_fuzz_read_after = _fuzz("read_after")
 
 
 def test_every_public_method_is_fuzzed() -> None:

@@ -214,6 +214,13 @@ REFUSED: list[tuple[str, Call, type[GraphmemError]]] = [
     ("1 MB role", lambda m, u, i: m.add({"role": "r" * 1_000_000, "content": "hi"}, infer=False, user_id=u),
      InvalidInputError),
     ("1 MB memory id", lambda m, u, i: m.get("i" * 1_000_000, user_id=u), InvalidInputError),
+    # the edges of issue 41: the same size bound with extraction, vectors within float32
+    ("1 MB text with extraction", lambda m, u, i: m.add("x" * 1_000_000, user_id=u), InvalidInputError),
+    ("1 MB message among others", lambda m, u, i: m.add(
+        [{"role": "user", "content": "I live in Oslo."}, {"role": "user", "content": "y " * 500_000}], user_id=u),
+     InvalidInputError),
+    ("vector beyond float32", lambda m, u, i: m.search("x", vector=[1e39] * 384, user_id=u),
+     InvalidInputError),
 ]
 
 

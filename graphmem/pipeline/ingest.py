@@ -194,8 +194,8 @@ class Ingestor:
         return outs
 
     def _texts(self, req: AddRequest) -> list[tuple[Message, str]]:
-        # extracted input is chunked, so only verbatim memories are bound by the memory size limit
-        limit = None if req.infer else self.config.limits.max_memory_chars
+        # the same bound with or without extraction: a longer text is refused whole, never cut
+        limit = self.config.limits.max_memory_chars
         texts = [(m, clean_text(m.content, what=f"messages[{i}].content", max_chars=limit))
                  for i, m in enumerate(req.messages) if m.role != "system"]
         if not texts:

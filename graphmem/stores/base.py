@@ -12,6 +12,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -408,6 +409,22 @@ class Store(ABC):
         need no compaction does nothing.
         """
         return {}
+
+    def backup(self, target: Path) -> dict[str, Any] | None:
+        """Copy the whole store to the new file ``target`` as one consistent snapshot while writers
+        go on (what was committed when the copy began, and nothing after), in a form this backend
+        opens as a store. ``None``: the backend has no such copy, so ``Memory.backup`` writes a dump."""
+        return None
+
+    def bookmarks(self) -> list[str]:
+        """Tokens naming the writes this client has made, for a store whose replicas may lag behind
+        (a Neo4j cluster): another client passes them to :meth:`read_after`. ``[]`` where every
+        read sees every commit."""
+        return []
+
+    def read_after(self, bookmarks: Sequence[str]) -> None:
+        """Make this client's later reads wait until the writes ``bookmarks`` name are visible."""
+        return None
 
 
 class AsyncStore:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
@@ -17,6 +17,7 @@ from neo4j import (
     AsyncGraphDatabase,
     AsyncManagedTransaction,
     AsyncSession,
+    Bookmarks,
     Driver,
     GraphDatabase,
     ManagedTransaction,
@@ -28,7 +29,15 @@ from neo4j import exceptions as neo4j_errors
 
 from ...config import StoreConfig, display_uri
 from ...driving import adrive as adrive_steps
-from ...errors import ConfigError, ConflictError, GraphmemError, StoreError, StoreUnavailableError
+from ...errors import (
+    ConfigError,
+    ConflictError,
+    GraphmemError,
+    InvalidInputError,
+    StoreError,
+    StoreUnavailableError,
+)
+from .bookmarks import SharedBookmarks
 from .statements import Job, Statements, adrive, drive, run
 
 T = TypeVar("T")
@@ -57,6 +66,7 @@ class Db:
     def __init__(self, config: StoreConfig) -> None:
         self.cfg = config
         self.driver: Driver | None = None
+        self.bookmarks = SharedBookmarks()
 
     def connect(self) -> None:
         """Create the driver and check the server answers (once; later calls do nothing)."""
@@ -68,22 +78,12 @@ class Db:
                 f"store.uri {display_uri(self.cfg.uri)!r} is not a Bolt address; use bolt:// (one server) or "
                 "neo4j:// (routing: clusters, Aura), with +s or +ssc for TLS"
             )
-        password = self.cfg.password
-        auth = (self.cfg.user, password.get_secret_value()) if password is not None else None
         try:
-            driver = GraphDatabase.driver(
-                self.cfg.uri,
-                auth=auth,
-                connection_timeout=self.cfg.connect_timeout_s,
-                # Bounds the Bolt handshake too (connection_timeout covers only the TCP connect), so
-                # a server that accepts but never answers fails within connect_timeout_s.
-                connection_acquisition_timeout=self.cfg.connect_timeout_s,
-                max_transaction_retry_time=0,  # graphmem retries, sooner (see Db.retrying)
-                user_agent="graphmem",
-                # Unknown-property warnings fire for every optional field absent so far; they
-                # would drown real problems in the application's log.
-                notifications_min_severity=NotificationMinimumSeverity.OFF,
-            )
+            driver = GraphDatabase.driver(self.cfg.uri, auth=self.auth(), **self.driver_options())
+            # A server that accepts the connection but never answers fails within connect_timeout_s:
+            # the first connection is made by a probe bounded by it (the store's own driver may
+            # wait acquire_timeout_s for one, while a busy server opens it).
+            probe = GraphDatabase.driver(self.cfg.uri, auth=self.auth(), **self.driver_options(probe=True))
         except (neo4j_errors.ConfigurationError, ValueError) as exc:
             # the driver's message repeats the URI it was given: name ours without credentials
             raise ConfigError(
@@ -91,12 +91,30 @@ class Db:
                 f"{str(exc).replace(self.cfg.uri, display_uri(self.cfg.uri))}"
             ) from None
         try:
-            with self.errors("connect", write=False):
-                driver.verify_connectivity()
+            with self.errors("connect", write=False), probe:
+                probe.verify_connectivity()
         except BaseException:
             driver.close()
             raise
         self.driver = driver
+
+    def auth(self) -> tuple[str, str] | None:
+        password = self.cfg.password
+        return (self.cfg.user, password.get_secret_value()) if password is not None else None
+
+    def driver_options(self, *, probe: bool = False) -> dict[str, Any]:
+        """The driver's settings: ``connection_timeout`` bounds only the TCP connect, so the Bolt
+        handshake is bounded by the acquisition timeout (``connect_timeout_s`` for the probe at open,
+        ``acquire_timeout_s`` afterwards; neither bounds a query once it runs)."""
+        return {
+            "connection_timeout": self.cfg.connect_timeout_s,
+            "connection_acquisition_timeout": self.cfg.connect_timeout_s if probe else self.cfg.acquire_timeout_s,
+            "max_transaction_retry_time": 0,  # graphmem retries, sooner (see Db.retrying)
+            "user_agent": "graphmem",
+            # Unknown-property warnings fire for every optional field absent so far; they would
+            # drown real problems in the application's log.
+            "notifications_min_severity": NotificationMinimumSeverity.OFF,
+        }
 
     def close(self) -> None:
         if self.driver is not None:
@@ -155,7 +173,26 @@ class Db:
     def session(self, access_mode: str = WRITE_ACCESS) -> Session:
         if self.driver is None:
             raise StoreError("the Neo4j store is not open; call open() first")
-        return self.driver.session(database=self.cfg.database, default_access_mode=access_mode)
+        return self.driver.session(database=self.cfg.database, default_access_mode=access_mode,
+                                   bookmark_manager=self.bookmarks)
+
+    def wait_for(self, bookmarks: Sequence[str]) -> None:
+        """One read that starts once the writes ``bookmarks`` name are visible here; a bookmark the
+        server cannot parse is the caller's :class:`InvalidInputError`."""
+        if self.driver is None:
+            raise StoreError("the Neo4j store is not open; call open() first")
+        try:
+            with self.errors("read_after", write=False), self.driver.session(
+                    database=self.cfg.database, default_access_mode=READ_ACCESS,
+                    bookmarks=Bookmarks.from_raw_values(bookmarks)) as session:
+                session.run("RETURN 1").consume()
+        except StoreError as exc:
+            cause = exc.__cause__
+            code = getattr(cause, "code", "") or ""
+            if "InvalidBookmark" in code or code == "Neo.DatabaseError.General.UnknownError":
+                raise InvalidInputError("bookmarks are not bookmarks of this Neo4j server (give the strings "
+                                        "another Memory's bookmarks() returned)") from None
+            raise
 
     def retrying(self, call: Callable[[], T]) -> T:
         """Run ``call`` (one managed transaction) again after a transient failure (see :class:`Backoff`)."""
@@ -170,7 +207,7 @@ class Db:
             time.sleep(pause)
 
     def read(self, what: str, work: Callable[[ManagedTransaction], T]) -> T:
-        with self.errors(what, write=False), self.session() as session:
+        with self.errors(what, write=False), self.session(READ_ACCESS) as session:
             return self.retrying(lambda: session.execute_read(work))
 
     def single(self, what: str, query: str, params: dict[str, Any]) -> Record | None:
@@ -257,19 +294,14 @@ class AsyncDb:
         self.db = db
         self.cfg = db.cfg
         self.driver: AsyncDriver | None = None
+        self.bookmarks = db.bookmarks.for_async()
         self._slots: asyncio.Semaphore | None = None
 
     def _driver(self) -> AsyncDriver:
         """The async driver, made on first use (its connections belong to the running event loop)."""
         if self.driver is None:
-            password = self.cfg.password
-            auth = (self.cfg.user, password.get_secret_value()) if password is not None else None
-            self.driver = AsyncGraphDatabase.driver(
-                self.cfg.uri, auth=auth, connection_timeout=self.cfg.connect_timeout_s,
-                connection_acquisition_timeout=self.cfg.connect_timeout_s, max_transaction_retry_time=0,
-                max_connection_pool_size=_ASYNC_POOL, user_agent="graphmem",
-                notifications_min_severity=NotificationMinimumSeverity.OFF,
-            )
+            self.driver = AsyncGraphDatabase.driver(self.cfg.uri, auth=self.db.auth(), **self.db.driver_options(),
+                                                    max_connection_pool_size=_ASYNC_POOL)
         return self.driver
 
     async def close(self) -> None:
@@ -280,7 +312,8 @@ class AsyncDb:
     def _session(self, access_mode: str = WRITE_ACCESS) -> AsyncSession:
         if self.db.driver is None:
             raise StoreError("the Neo4j store is not open; call open() first")
-        return self._driver().session(database=self.cfg.database, default_access_mode=access_mode)
+        return self._driver().session(database=self.cfg.database, default_access_mode=access_mode,
+                                      bookmark_manager=self.bookmarks)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         backoff = Backoff(self.cfg.max_transaction_retry_s)
@@ -298,7 +331,7 @@ class AsyncDb:
             return await adrive(tx, steps())
 
         with self.db.errors(what, write=False):
-            async with self._session() as session:
+            async with self._session(READ_ACCESS) as session:
                 return await self._retrying(lambda: session.execute_read(work))
 
     async def write(self, what: str, steps: Callable[[], Statements[T]]) -> T:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import READ_ACCESS, Driver, ManagedTransaction
 
 from ...config import StoreConfig
 from ...errors import StoreError
@@ -115,7 +115,7 @@ class Neo4jStore(Store):
         missing = reembed.finish(self._db, embedder, int(dims), self._dims, self._db.cfg.fulltext_analyzer)
         if not missing:
             self._dims = int(dims)
-            with self._db.errors("re-embed", write=False), self._db.session() as session:
+            with self._db.errors("re-embed", write=False), self._db.session(READ_ACCESS) as session:
                 self._indexes = schema.index_facts(session, self._db.location())
         return missing
 
@@ -125,6 +125,16 @@ class Neo4jStore(Store):
             raise StoreError("store not opened: call open() first")
         report, self._indexes = schema.optimize(self._db, self._dims)
         return report
+
+    def bookmarks(self) -> list[str]:
+        return sorted(self._db.bookmarks.get_bookmarks())
+
+    def read_after(self, bookmarks: Sequence[str]) -> None:
+        """Checked by one read that waits for them (the server parses a bookmark; a malformed one
+        kept would fail every later read), then kept for every later session."""
+        if bookmarks:
+            self._db.wait_for(bookmarks)
+            self._db.bookmarks.add(bookmarks)
 
     def close(self) -> None:
         self._db.close()

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -413,6 +414,32 @@ class SQLiteStore(Store):
                     conn.close()
             self._conns.clear()
         self._local = threading.local()
+
+    def backup(self, target: Path) -> dict[str, Any]:
+        """SQLite's online backup into ``target``: the pages of one read transaction (a snapshot;
+        in WAL mode writers go on meanwhile), copied in one step, since a copy in steps starts again
+        whenever another connection writes. Written to a private temporary sibling, synced, then
+        renamed: ``target`` is a whole store or absent. The vector snapshot, a cache, is not copied."""
+        target = Path(target)
+        partial = target.with_name(target.name + ".partial")
+        began = time.perf_counter()
+        try:
+            partial.unlink(missing_ok=True)
+            create_private_file(partial)
+            copy = sqlite3.connect(partial)
+            try:
+                with self._guard(contextlib.nullcontext(self._conn())) as conn:
+                    conn.backup(copy)
+                copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                copy.close()
+            with partial.open("rb") as f:
+                os.fsync(f.fileno())
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return {"format": "sqlite", "path": str(target), "bytes": target.stat().st_size,
+                "seconds": round(time.perf_counter() - began, 3)}
 
     # -- writes -----------------------------------------------------------------------------------
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
