@@ -27,7 +27,7 @@ import graphmem
 
 LAYERS: list[tuple[str, ...]] = [
     # the ground floor: no memory, no configuration; anything may use them
-    ("errors", "version", "private_files", "cachedir", "driving", "terminal", "plugins"),
+    ("errors", "version", "private_files", "cachedir", "sansio", "terminal", "plugins"),
     # the records every stage passes on, and the configuration every stage reads
     ("models", "config"),
     # what is checked and prepared before anything is written: ontology, filters, arguments, chunks

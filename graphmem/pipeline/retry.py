@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from ..driving import drive
 from ..errors import ConflictError
+from ..sansio import drive
 from .steps import Acquire, Pause, Step, Steps
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from ..driving import adrive, drive
+from ..sansio import adrive, drive
 
 if TYPE_CHECKING:
     from ..embedding import Embedder

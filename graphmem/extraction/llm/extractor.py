@@ -24,8 +24,8 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel
 
 from ...config import LLMConfig, display_uri
-from ...driving import adrive, drive
 from ...errors import ConfigError, ExtractionError, LLMError
+from ...sansio import adrive, drive
 from .. import prompt
 from ..contract import ExtractedTriple, Extraction, ExtractionContext, Extractor, Rejection
 from .answers import EXTRACTION, REPAIR, BadOutput, M, Spec, looks_looping, merge, parse_answer, split_in_two

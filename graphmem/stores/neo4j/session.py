@@ -28,7 +28,6 @@ from neo4j import (
 from neo4j import exceptions as neo4j_errors
 
 from ...config import StoreConfig, display_uri
-from ...driving import adrive as adrive_steps
 from ...errors import (
     ConfigError,
     ConflictError,
@@ -37,6 +36,7 @@ from ...errors import (
     StoreError,
     StoreUnavailableError,
 )
+from ...sansio import adrive as adrive_steps
 from .bookmarks import SharedBookmarks
 from .statements import Job, Statements, adrive, drive, run
 

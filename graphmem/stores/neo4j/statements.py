@@ -15,8 +15,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from neo4j import AsyncManagedTransaction, AsyncResult, ManagedTransaction, Record, Result
 
-from ...driving import adrive as arun_steps
-from ...driving import drive as run_steps
+from ...sansio import adrive as arun_steps
+from ...sansio import drive as run_steps
 
 T = TypeVar("T")
 Fetch = Literal["all", "single", "consume"]
