@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 NEO4J  := tools/neo4j/neo4j.sh
 
-.PHONY: demo test test-local lint unit venv docs neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-updates bench-race bench-startup bench-fulltext bench-server bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
+.PHONY: demo test test-local lint unit venv docs neo4j-start neo4j-stop neo4j-status bench-store bench-ingest bench-add-many bench-guard bench-updates bench-race bench-startup bench-fulltext bench-server bench-soak bench-async bench-migrate bench-peers bench-embedding bench-extraction shacl-tests notebooks-strip clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ bench-guard: venv  ## guard p50/p95 against naive whole-graph validation
 
 bench-server: venv  ## REST search p50/p95 and requests/s, 8 clients for 30 s, against in-process Memory.search (both backends)
 	bash tools/with-neo4j.sh $(BIN)/python bench/server.py $(ARGS)
+
+# The soak's own Neo4j (port 7689, data in .cache/neo4j-soak): a Neo4j store is pinned to the embedder that
+# first wrote it, and the soak runs the default one (the bundled server's tests use hashing). SOAK_NEO4J_URI: another server.
+bench-soak: venv  ## graphmem serve under mixed load from 8 clients for 30 min: RSS, files, threads, p95 per op, errors; JSON + PNG (both backends; ARGS='--minutes 5')
+	GRAPHMEM_NEO4J_HOME=$(CURDIR)/.cache/neo4j-soak GRAPHMEM_NEO4J_PORT=7689 NEO4J_URI=$${SOAK_NEO4J_URI:-bolt://127.0.0.1:7689} \
+	bash tools/with-neo4j.sh $(BIN)/python bench/soak.py $(ARGS)
 
 bench-migrate: venv  ## SQLite -> Neo4j -> SQLite migration time and memories/s at 100k memories (ARGS='--n 10000')
 	bash tools/with-neo4j.sh $(BIN)/python bench/migrate.py $(ARGS)

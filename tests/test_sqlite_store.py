@@ -72,3 +72,39 @@ def test_store_from_before_access_counts_gains_them(tmp_path: Path) -> None:
         assert m.get(mid, user_id="u")["access_count"] == 0
         assert [r["id"] for r in m.search("boiler", user_id="u")["results"]] == [mid]
         assert m.get(mid, user_id="u")["access_count"] == 1
+
+
+def test_the_connections_of_finished_threads_are_closed(tmp_path: Path) -> None:
+    """A server's worker threads retire after a lull and new ones take their place (the soak found one
+    leaked connection, ~1.3 MB and two file descriptors, per thread that ever ran a call)."""
+    import threading
+
+    with Memory(_config(tmp_path / "graphmem.db"), embedder=HashingEmbedder(384)) as m:
+        m.add("Ada lives in Lisbon.", user_id="u", infer=False)
+        for _ in range(3):  # three lulls: a new set of workers each time
+            workers = [threading.Thread(target=m.get_all, kwargs={"user_id": "u"}) for _ in range(6)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+        late = threading.Thread(target=m.get_all, kwargs={"user_id": "u"})  # opening its connection prunes
+        late.start()
+        late.join()
+        held = m.store._conns  # type: ignore[attr-defined]
+        assert len(held) <= 2  # this thread's and the late one's, of the 20 connections opened
+        assert all(t.is_alive() or t is late for t, _ in held)
+        assert m.get_all(user_id="u")["results"]
+
+
+def test_the_entity_vector_cache_keeps_its_bound(tmp_path: Path) -> None:
+    cfg = {**_config(tmp_path / "graphmem.db"), "store": {"provider": "sqlite", "path": str(tmp_path / "graphmem.db"),
+                                                        "entity_cache_mb": 0.01}}
+    with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+        for run in range(12):  # a run id per conversation: a new scope each
+            for person, town in (("Ada", "Lisbon"), ("Bruno", "Porto")):  # the second looks up similar names
+                m.add(f"{person} lives in {town}.", user_id="u", run_id=f"r{run}", infer=False, triples=[
+                    {"source": person, "relation": "livesIn", "target": town, "source_type": "Person",
+                     "target_type": "City"}])
+        scopes, held = m.store._entity_vectors.held()  # type: ignore[attr-defined]
+        assert held <= 0.01 * (1 << 20) and 1 <= scopes < 12
+        assert len(m.facts(user_id="u", run_id="r0")["results"]) == 2  # a dropped scope is read again

@@ -101,7 +101,7 @@ class _DropIllTyped(logging.Filter):
 logging.getLogger("rdflib.term").addFilter(_DropIllTyped())
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=8_192)  # ~300 B each: the entities of the writes in flight
 def entity_iri(key: str) -> URIRef:
     """The RDF node of an entity key in guard data graphs (``urn:graphmem:entity:<percent-encoded key>``)."""
     return URIRef(ENTITY_NS + quote(key, safe=""))

@@ -27,7 +27,7 @@ ENTRY_POINT_GROUP = "graphmem.stores"
 def _sqlite(config: MemoryConfig) -> Store:
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms)
+    return SQLiteStore(config.sqlite_path(), config.store.busy_timeout_ms, config.store.entity_cache_mb)
 
 
 def _neo4j(config: MemoryConfig) -> Store:

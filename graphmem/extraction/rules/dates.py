@@ -154,7 +154,7 @@ def resolve(phrase: str, ref_day: date, ref_hour: int, prefer: Literal["past", "
     return got.date(), precision
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=16)  # ~250 KB each; one per (message hour, tense): a conversation's messages share a few
 def _parser(base: datetime, prefer: Literal["past", "future"]) -> DateDataParser:
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": prefer, "RETURN_TIME_AS_PERIOD": True,
                 "PREFER_DAY_OF_MONTH": "first", "PREFER_MONTH_OF_YEAR": "first", "STRICT_PARSING": False}

@@ -39,7 +39,8 @@ CLASS_MARGIN: Final = 0.08
 """How far that class may trail the noun's nearest class of any kind ("asthma" is nearer "inhaler")."""
 STRICT_CLASS_MIN: Final = 0.45
 """After a light verb, which says little ("I take metformin"): the noun's nearest class, this near."""
-_CACHE_LIMIT: Final = 20_000
+_CACHE_LIMIT: Final = 4_096
+"""Nouns whose vectors and classes are kept (~2 KB each); past it the cache starts again."""
 _NAMES: dict[str, npt.NDArray[np.float32]] = {}
 """Vectors of an ontology's names per embedder, shared by the extractors of a process."""
 _NAMES_LOCK = threading.Lock()

@@ -188,8 +188,7 @@ class Db:
                 session.run("RETURN 1").consume()
         except StoreError as exc:
             cause = exc.__cause__
-            code = getattr(cause, "code", "") or ""
-            if "InvalidBookmark" in code or code == "Neo.DatabaseError.General.UnknownError":
+            if getattr(cause, "code", None) == "Neo.ClientError.Transaction.InvalidBookmark":
                 raise InvalidInputError("bookmarks are not bookmarks of this Neo4j server (give the strings "
                                         "another Memory's bookmarks() returned)") from None
             raise

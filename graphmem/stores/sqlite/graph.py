@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -317,11 +318,33 @@ class EntityVectors:
     Resolution asks for the closest entity on every write, so reloading a scope's entities each time
     made ingest quadratic. Embeddings are never updated in place and rowids only grow, so a scope's
     rows are appended while its count agrees, and reloaded when it does not (a delete happened).
+    At most ``max_bytes`` (``store.entity_cache_mb``) are held: the scopes used longest ago go first,
+    since a server with a run id per conversation writes to a new scope every few seconds.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.lock = threading.Lock()
-        self._scopes: dict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = {}
+        self.max_bytes = max_bytes
+        self._scopes: OrderedDict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = OrderedDict()
+        self._bytes = 0
+
+    @staticmethod
+    def _size(entry: tuple[int, int, Any, list[int]]) -> int:
+        return int(entry[2].nbytes) + 8 * len(entry[3])
+
+    def _keep(self, key: tuple[str | None, ...], entry: tuple[int, int, Any, list[int]]) -> None:
+        old = self._scopes.pop(key, None)
+        self._bytes -= self._size(old) if old is not None else 0
+        self._scopes[key] = entry
+        self._bytes += self._size(entry)
+        while self._bytes > self.max_bytes and len(self._scopes) > 1:
+            _, dropped = self._scopes.popitem(last=False)
+            self._bytes -= self._size(dropped)
+
+    def held(self) -> tuple[int, int]:
+        """Scopes and bytes held."""
+        with self.lock:
+            return len(self._scopes), self._bytes
 
     def similar(self, conn: sqlite3.Connection, scope: Scope, vectors: Any) -> list[tuple[Entity, float] | None]:
         """Exact cosine against the exact scope's entity name embeddings, best per query row (ties: the oldest)."""
@@ -345,7 +368,7 @@ class EntityVectors:
             if rows:
                 matrix = np.vstack([matrix, *(np.frombuffer(r[1], dtype=np.float32)[None, :] for r in rows)])
                 rowids = [*rowids, *(int(r[0]) for r in rows)]
-            self._scopes[key] = (int(top), count, matrix, rowids)
+            self._keep(key, (int(top), count, matrix, rowids))
         scores = queries @ matrix.T
         best = scores.argmax(axis=1)
         wanted = sorted({rowids[int(j)] for j in best})
@@ -353,7 +376,8 @@ class EntityVectors:
             f"SELECT e.rowid, e.* FROM entities e WHERE e.rowid IN ({_marks(len(wanted))})", wanted)}
         if len(found) < len(wanted):  # deletes and inserts that kept the count: reload once
             with self.lock:
-                self._scopes.pop(key, None)
+                dropped = self._scopes.pop(key, None)
+                self._bytes -= self._size(dropped) if dropped is not None else 0
             return self.similar(conn, scope, vectors)
         return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
 

@@ -214,14 +214,15 @@ def scope_match(scope: Scope) -> str:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: Path, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 30_000, entity_cache_mb: float = 64.0) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
+        self._conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         self._vec: VectorCache | None = None
-        self._entity_vectors = graph.EntityVectors()
+        self._entity_cache_bytes = int(entity_cache_mb * (1 << 20))
+        self._entity_vectors = graph.EntityVectors(self._entity_cache_bytes)
         self._closed = False
 
     # -- connections and transactions -------------------------------------------------------------
@@ -251,7 +252,14 @@ class SQLiteStore(Store):
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {exc}") from exc
         self._local.conn = conn
         with self._conns_lock:
-            self._conns.append(conn)
+            # A connection belongs to its thread (thread-local); a server's worker threads retire
+            # after a lull and new ones replace them, so those of finished threads are closed here.
+            ended = [c for t, c in self._conns if not t.is_alive()]
+            self._conns = [(t, c) for t, c in self._conns if t.is_alive()]
+            self._conns.append((threading.current_thread(), conn))
+        for old in ended:
+            with contextlib.suppress(sqlite3.Error):
+                old.close()
         return conn
 
     @contextlib.contextmanager
@@ -363,7 +371,7 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM meta WHERE key = ?", (TOKEN_KEY,))
         if not missing:  # this process's caches hold the old vectors (and maybe another size)
             self._vec = self._vector_cache(dims)
-            self._entity_vectors = graph.EntityVectors()
+            self._entity_vectors = graph.EntityVectors(self._entity_cache_bytes)
         return missing
 
     def _identity_indexes(self, conn: sqlite3.Connection) -> None:
@@ -409,7 +417,7 @@ class SQLiteStore(Store):
                 self.save_vectors()
         self._closed = True
         with self._conns_lock:
-            for conn in self._conns:
+            for _, conn in self._conns:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._conns.clear()
