@@ -21,7 +21,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
+import serving  # bench/serving.py: this folder is the script's first import path
 
 from graphmem import Memory
 from graphmem.servers.auth import new_key
@@ -107,37 +106,6 @@ def store_config(backend: str, home: Path) -> dict[str, Any]:
             "search": {"decay": {"access": False}}}
 
 
-def start_server(cfg: dict[str, Any], home: Path, port: int) -> subprocess.Popen[bytes]:
-    path = home / "server.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    log = (home / "server.log").open("wb")
-    return subprocess.Popen([sys.executable, "-m", "graphmem", "serve", "--config", str(path), "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"graphmem serve exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("graphmem serve did not get ready")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def run_backend(backend: str, args: argparse.Namespace, docs: list[str], queries: list[str]) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix=f"graphmem-bench-server-{backend}-"))
     user = f"bench-server-{uuid.uuid4().hex[:10]}"
@@ -159,13 +127,13 @@ def run_backend(backend: str, args: argparse.Namespace, docs: list[str], queries
         out["in_process"] = hammer(args.clients, args.seconds, local, queries)
 
         key = new_key()
-        port = free_port()
+        port = serving.free_port()
         server_cfg = {**cfg, "server": {"keys": [{"id": "bench", "api_key": key, "user_id": user}],
                                         "max_body_bytes": 65_536}}
-        proc = start_server(server_cfg, home, port)
+        proc = serving.start_server(server_cfg, home, port)
         url = f"http://127.0.0.1:{port}"
         try:
-            wait_ready(url, proc)
+            serving.wait_ready(url, proc, timeout=120)
             clients: list[httpx.Client] = []
 
             def remote(_: int) -> Callable[[str], None]:

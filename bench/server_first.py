@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import serving  # bench/serving.py: this folder is the script's first import path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["I moved to Lisbon last year and work for Northwind.", "My sister Ana is a nurse in Porto.",
@@ -52,19 +52,13 @@ def text(i: int) -> str:
     return TEXTS[i % len(TEXTS)] + ("" if i < len(TEXTS) else f" (note {i})")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def summary(first: float, rest: list[float]) -> dict[str, float]:
     median = statistics.median(rest)
     return {"first_ms": round(first * 1000, 1), "median_ms": round(median * 1000, 1), "ratio": round(first / median, 2)}
 
 
 def rest(env: dict[str, str], home: Path, requests: int) -> dict[str, Any]:
-    port = free_port()
+    port = serving.free_port()
     (home / "c.yaml").write_text(f"home: {home}\n")
     started = time.perf_counter()
     server = subprocess.Popen([sys.executable, "-m", "graphmem", "serve", "--insecure-local", "--port", str(port),

@@ -527,6 +527,21 @@ def test_sentence_starts(use_spacy: bool) -> None:
     ]
 
 
+def test_sentence_splitting_new_words_does_not_grow_the_vocabulary() -> None:
+    """The splitter's pipeline would keep every word it is shown (a server's long tail of names)."""
+    pytest.importorskip("spacy")
+    from graphmem.chunking.sentences import _spacy
+
+    nlp = _spacy()
+    assert nlp is not None
+    sentence_starts("Warm up. Then go.", use_spacy=True)
+    before = len(nlp.vocab.strings)
+    for i in range(50):
+        text = f"Order {700_000 + i} went to Zq{i}vor street. Then Xy{i}lo{i} signed it."
+        assert len(sentence_starts(text, use_spacy=True)) == 1
+    assert len(nlp.vocab.strings) == before
+
+
 def test_from_config_binds_settings() -> None:
     chunker = from_config(ChunkingConfig(strategy="sentence", max_tokens=64, overlap_tokens=8))
     assert isinstance(chunker, Chunker)

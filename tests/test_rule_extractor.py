@@ -253,3 +253,33 @@ def test_a_possessor_is_not_the_subject(extractor: RuleExtractor) -> None:
     assert triples(run(extractor, "Kari: Ana's company hired me.", ("Kari",))) == set()
     assert triples(run(extractor, "Kari: Tom's sister lives in Oslo.", ("Kari",))) == set()
     assert triples(run(extractor, "Kari: Ana's moving to Lisbon.", ("Kari",))) == {("Ana", "movingTo", "Lisbon")}
+
+
+def _made_up(i: int) -> tuple[str, str]:
+    """A message of words no vocabulary holds (a name, a place, an order number), and the name."""
+    word = "".join("bcdfgklmnprstvz"[(i * 7 + k * 3) % 15] + "aeiou"[(i + k) % 5] for k in range(4))
+    name = f"{word.title()} Qu{word}"
+    return f"Kari: I met {name} at {word}gate café, order {900_000 + i}.", name
+
+
+def test_parsing_new_words_does_not_grow_the_vocabulary(extractor: RuleExtractor) -> None:
+    """A server is sent new words for ever: spaCy would keep each one (string and lexeme), unless the
+    extractor parses in a memory zone (``resources.parsing``)."""
+    run(extractor, _made_up(0)[0], ("Kari",))
+    strings = extractor.nlp.vocab.strings
+    before = len(strings)
+    for i in range(1, 60):
+        text, name = _made_up(i)
+        assert ("Kari", "knows", name) in triples(run(extractor, text, ("Kari",)))  # read, not garbled
+    assert len(strings) == before
+
+
+def test_concurrent_extractions_match_sequential_ones(extractor: RuleExtractor) -> None:
+    """Memory zones are the shared vocabulary's: threads parse one at a time, and each result is its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [_made_up(i)[0] for i in range(100, 140)]
+    alone = [triples(run(extractor, t, ("Kari",))) for t in texts]
+    with ThreadPoolExecutor(6) as pool:
+        together = list(pool.map(lambda t: triples(run(extractor, t, ("Kari",))), texts))
+    assert together == alone

@@ -11,7 +11,7 @@ if [[ -z "${GRAPHMEM_TESTS_WITH_NEO4J:-}" ]]; then
 fi
 bolt="$NEO4J_URI"
 if [[ "$bolt" == bolt://* ]]; then
-    NEO4J_URI="neo4j://${bolt#bolt://}" .venv/bin/pytest -q -ra "$@"
+    NEO4J_URI="neo4j://${bolt#bolt://}" .venv/bin/pytest -q -ra --durations=30 "$@"
     if [[ $# -eq 0 ]]; then
         echo "run-tests: the store contracts again through $bolt"
         NEO4J_URI="$bolt" .venv/bin/pytest -q -ra -m neo4j tests/test_store_contract.py tests/test_graph_store_contract.py

@@ -72,7 +72,9 @@ def _regex_starts(line: str) -> list[int]:
 
 
 def _spacy_starts(nlp: Language, lines: list[str]) -> list[list[int]]:
-    with _spacy_lock:
+    # A memory zone: the blank pipeline's vocabulary would otherwise keep every word it splits
+    # (see extraction.rules.resources.parsing); the lock keeps other threads out of the zone.
+    with _spacy_lock, nlp.memory_zone():
         return [[s.start_char for s in doc.sents][1:] for doc in nlp.pipe(lines, batch_size=256)]
 
 

@@ -6,7 +6,7 @@ import threading
 from typing import TYPE_CHECKING, Final
 
 from ..contract import ExtractedTriple, Extraction, ExtractionContext, Extractor
-from .resources import Resources, load
+from .resources import Resources, load, parsing
 from .state import NOT_THE_USER, ROLES, ChunkState, Granularity, Sentence, norm, role_of
 
 if TYPE_CHECKING:
@@ -77,6 +77,10 @@ class RuleExtractor(Extractor):
 
     def extract(self, chunk: str, context: ExtractionContext) -> Extraction:
         res = self.resources  # first: it imports spaCy
+        with parsing():  # spaCy's documents live in here: see resources.parsing
+            return self._extract(res, chunk, context)
+
+    def _extract(self, res: Resources, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
         from .text import tokenize
