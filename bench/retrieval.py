@@ -20,6 +20,10 @@ walk), ``graph`` the graph signal alone
 Retrieved memories are mapped to their doc (or its group when ``gold_level`` is ``group``), first
 occurrence wins, then cut at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
 Latency is per search with the query embedding excluded (it is timed once per query, ``embed_ms``).
+Recall at a token budget (``--budgets``, 2k and 7k tokens of cl100k_base, or graphmem's conservative
+estimate when tiktoken cannot load it offline: ``config.token_counter`` says which; as the field publishes
+answer accuracy at a context budget): a second, untimed search of ``--budget-top`` memories per query,
+whose memories are taken in rank order while their texts fit the budget; then recall as above.
 ``--home DIR`` keeps the ingested store, so a slow ingest (a local transformer on a CPU) is paid once.
 """
 
@@ -46,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mem0_baseline import Mem0Scorer, timed
 
 from graphmem import Memory, MemoryConfig
+from graphmem.chunking import TokenCounter, token_counter
 from graphmem.config import SearchConfig
 from graphmem.models import Message
 
@@ -182,6 +187,19 @@ def ranked_keys(results: list[dict[str, Any]], doc_group: dict[str, str | None],
     return out
 
 
+def fitting(results: list[dict[str, Any]], budget: int, tokens: TokenCounter) -> list[dict[str, Any]]:
+    """The first results whose texts together fit ``budget`` tokens (the first that does not fit ends
+    the context, as a prompt is cut)."""
+    used = 0
+    out = []
+    for r in results:
+        used += tokens.count(r["memory"])
+        if used > budget:
+            break
+        out.append(r)
+    return out
+
+
 def graph_available(mem: Memory, user_id: str, query: str) -> bool:
     """True only when search really returns graph scores: a mode that silently falls back is not graph."""
     try:
@@ -228,6 +246,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     mem0 = Mem0Scorer(mem)
     top = max(ks) * 3
     hits: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in modes}
+    budgets = [int(b) for b in args.budgets.split(",") if b.strip()] if args.budgets else []
+    within: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in modes}
+    fill: dict[str, dict[int, list[int]]] = {m: defaultdict(list) for m in modes}
+    tokens = token_counter("cl100k_base") if budgets else None
     lat: dict[str, list[float]] = {m: [] for m in modes}
     embed_ms: list[float] = []
     unavailable: set[str] = set()
@@ -291,6 +313,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         r = len(gold & set(ranked[:k])) / len(gold)
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
+                    if budgets and tokens is not None and mode != "mem0":
+                        wide = mem.search(q["text"], user_id=coll["id"], top_k=args.budget_top)["results"]
+                        for budget in budgets:
+                            fit = fitting(wide, budget, tokens)
+                            r = len(gold & set(ranked_keys(fit, doc_group, level))) / len(gold)
+                            within[mode][f"all@{budget}"].append(r)
+                            within[mode][f"{q.get('category') or 'none'}@{budget}"].append(r)
+                            fill[mode][budget].append(len(fit))
     finally:
         mem.close()
         if per_query is not None:
@@ -298,19 +328,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not args.home:
             shutil.rmtree(home, ignore_errors=True)
     recall: dict[str, Any] = {}
+    recall_budget: dict[str, Any] = {}
     latency: dict[str, Any] = {}
     for mode in modes:
         if mode in unavailable:
             recall[mode] = latency[mode] = None
             continue
         recall[mode] = {key: round(statistics.fmean(v), 4) for key, v in sorted(hits[mode].items())}
+        if within[mode]:
+            recall_budget[mode] = {key: round(statistics.fmean(v), 4) for key, v in sorted(within[mode].items())}
+            recall_budget[mode]["memories_median"] = {str(b): statistics.median(n) for b, n in fill[mode].items()}
         latency[mode] = {"p50": round(pct(lat[mode], 0.5), 2), "p95": round(pct(lat[mode], 0.95), 2)}
     return {
-        "recall": recall, "latency_ms": latency, "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
+        "recall": recall, "recall_at_token_budget": recall_budget, "latency_ms": latency,
+        "ingest_s": round(ingest_s, 2) if ingest_s is not None else None,
         "config": {"file": Path(args.file).name, "backend": args.backend, "embedder": mem.embedder.name,
                    "precision": getattr(mem.embedder, "precision", None), "extract": args.extract,
                    "speaker_prefix": args.speaker_prefix, "granularity": args.granularity, "category": args.category,
                    "prefetch_embeddings": args.prefetch, "k": ks, "top_k": top, "search": args.search or {},
+                   "budgets": budgets, "budget_top": args.budget_top if budgets else None,
+                   "token_counter": tokens.name if tokens is not None else None,
                    "gold_level": level,
                    "collections": len(colls), "docs": docs, "memories": memories, "queries": queries,
                    "docs_per_s": round(docs / ingest_s, 1) if ingest_s else None,
@@ -333,6 +370,9 @@ def table(result: dict[str, Any]) -> str:
         lat = result["latency_ms"][mode]
         lines.append(f"{mode:<11}" + "".join(f"{rec.get(k, float('nan')):>16.3f}" for k in keys)
                      + f"{lat['p50']:>9.1f}{lat['p95']:>9.1f}")
+    for mode, rec in result.get("recall_at_token_budget", {}).items():
+        cells = "  ".join(f"{k} {v:.3f}" for k, v in rec.items() if k.startswith("all@"))
+        lines.append(f"{mode:<11} at a token budget: {cells} (memories, median: {rec['memories_median']})")
     c = result["config"]
     lines.append(f"{c['file']} {c['backend']} {c['embedder']} extract={c['extract']}: {c['docs']} docs -> "
                  f"{c['memories']} memories in {_secs(result['ingest_s'])}, {c['queries']} queries, "
@@ -349,6 +389,8 @@ def main() -> int:
                         "or a sentence-transformers model name")
     p.add_argument("--modes", default=",".join(ALL_MODES))
     p.add_argument("--k", default="5,10")
+    p.add_argument("--budgets", default="2000,7000", help="token budgets for recall at a budget ('' for none)")
+    p.add_argument("--budget-top", type=int, default=300, help="memories searched for the budgets")
     p.add_argument("--precision", choices=["auto", "float32"], default="auto",
                    help="embedder.precision of a sentence-transformers model")
     p.add_argument("--extract", choices=["rules", "none"], default="rules")

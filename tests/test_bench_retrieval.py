@@ -70,6 +70,11 @@ def test_doc_level_recall_and_shape(tmp_path: Path) -> None:
     assert res["recall"]["graph"] is None and res["latency_ms"]["graph"] is None
     assert res["config"]["unavailable"] == ["graph"]
     assert res["recall"]["no_graph"] == res["recall"]["hybrid"]  # no graph: hybrid fuses what no_graph does
+    # at a token budget: the four short docs fit in 2,000 tokens, so every gold doc is found
+    budget = res["recall_at_token_budget"]
+    assert set(budget) == {"vector", "fulltext", "hybrid", "hybrid_minmax", "hybrid_rrf", "no_graph"}
+    assert budget["hybrid"]["all@2000"] == budget["hybrid"]["all@7000"] == 1.0
+    assert budget["hybrid"]["memories_median"] == {"2000": 4, "7000": 4}
 
 
 def test_group_level_with_rule_extraction(tmp_path: Path) -> None:

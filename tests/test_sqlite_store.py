@@ -108,3 +108,23 @@ def test_the_entity_vector_cache_keeps_its_bound(tmp_path: Path) -> None:
         scopes, held = m.store._entity_vectors.held()  # type: ignore[attr-defined]
         assert held <= 0.01 * (1 << 20) and 1 <= scopes < 12
         assert len(m.facts(user_id="u", run_id="r0")["results"]) == 2  # a dropped scope is read again
+
+
+def test_the_entity_vector_cache_drops_idle_scopes(tmp_path: Path) -> None:
+    """Ended conversations (run ids not written for a while) leave the cache before its bound is reached."""
+    def lives(m: Memory, person: str, town: str, run: str) -> None:  # a new name looks up similar ones
+        m.add(f"{person} lives in {town}.", user_id="u", run_id=run, infer=False, triples=[
+            {"source": person, "relation": "livesIn", "target": town, "source_type": "Person", "target_type": "City"}])
+
+    with Memory(_config(tmp_path / "graphmem.db"), embedder=HashingEmbedder(384)) as m:
+        cache = m.store._entity_vectors  # type: ignore[attr-defined]
+        for run in range(4):
+            lives(m, "Ada", "Lisbon", f"r{run}")
+            lives(m, "Bruno", "Porto", f"r{run}")
+        assert cache.held()[0] == 4  # well under the bound, none idle yet
+        cache.idle_s = 0.0
+        lives(m, "Carla", "Braga", "r0")
+        assert cache.held()[0] == 1  # the scope just written
+        lives(m, "Ada", "Faro", "r1")
+        names = [e["name"] for e in m.entities(user_id="u", run_id="r1")["results"]]
+        assert sorted(names) == ["Ada", "Bruno", "Faro", "Lisbon", "Porto"]  # Ada resolved to her entity

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -319,13 +320,18 @@ class EntityVectors:
     made ingest quadratic. Embeddings are never updated in place and rowids only grow, so a scope's
     rows are appended while its count agrees, and reloaded when it does not (a delete happened).
     At most ``max_bytes`` (``store.entity_cache_mb``) are held: the scopes used longest ago go first,
-    since a server with a run id per conversation writes to a new scope every few seconds.
+    since a server with a run id per conversation writes to a new scope every few seconds. A scope not
+    written for ``idle_s`` goes too: its conversation has ended, and a cache of ended conversations
+    would grow until the bound (the soak saw 1.7 MB a minute), while reading a scope back costs one
+    query when it is next written.
     """
 
-    def __init__(self, max_bytes: int = 64 << 20) -> None:
+    def __init__(self, max_bytes: int = 64 << 20, idle_s: float = 600.0) -> None:
         self.lock = threading.Lock()
         self.max_bytes = max_bytes
+        self.idle_s = idle_s
         self._scopes: OrderedDict[tuple[str | None, ...], tuple[int, int, Any, list[int]]] = OrderedDict()
+        self._used: dict[tuple[str | None, ...], float] = {}
         self._bytes = 0
 
     @staticmethod
@@ -333,13 +339,21 @@ class EntityVectors:
         return int(entry[2].nbytes) + 8 * len(entry[3])
 
     def _keep(self, key: tuple[str | None, ...], entry: tuple[int, int, Any, list[int]]) -> None:
-        old = self._scopes.pop(key, None)
-        self._bytes -= self._size(old) if old is not None else 0
+        self._drop(key)
         self._scopes[key] = entry
         self._bytes += self._size(entry)
-        while self._bytes > self.max_bytes and len(self._scopes) > 1:
-            _, dropped = self._scopes.popitem(last=False)
-            self._bytes -= self._size(dropped)
+        now = time.monotonic()
+        self._used[key] = now
+        while len(self._scopes) > 1:  # oldest use first
+            first = next(iter(self._scopes))
+            if self._bytes <= self.max_bytes and now - self._used[first] <= self.idle_s:
+                break
+            self._drop(first)
+
+    def _drop(self, key: tuple[str | None, ...]) -> None:
+        old = self._scopes.pop(key, None)
+        self._used.pop(key, None)
+        self._bytes -= self._size(old) if old is not None else 0
 
     def held(self) -> tuple[int, int]:
         """Scopes and bytes held."""
@@ -376,8 +390,7 @@ class EntityVectors:
             f"SELECT e.rowid, e.* FROM entities e WHERE e.rowid IN ({_marks(len(wanted))})", wanted)}
         if len(found) < len(wanted):  # deletes and inserts that kept the count: reload once
             with self.lock:
-                dropped = self._scopes.pop(key, None)
-                self._bytes -= self._size(dropped) if dropped is not None else 0
+                self._drop(key)
             return self.similar(conn, scope, vectors)
         return [(found[rowids[int(j)]], float(scores[i, j])) for i, j in enumerate(best)]
 
