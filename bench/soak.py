@@ -377,9 +377,10 @@ def proc_status(pid: int) -> dict[str, float]:
     return out
 
 
-def file_maps(ps: psutil.Process, top: int = 8) -> tuple[dict[str, float], float]:
+def file_maps(ps: psutil.Process, top: int = 8) -> tuple[dict[str, float], float, float | None]:
     """The files mapped into the process with the most resident pages (MB), what RssFile is made of;
-    and the resident pages of the SQLite store's own files (MB).
+    the resident pages of the SQLite store's own files (MB); and RSS less those (MB), from the same
+    read of the maps (SQLite remaps the file as it grows: RSS read apart would not match).
 
     Why the second apart: SQLite reads the database through a map per connection (``mmap_size``), and
     RSS counts a page of the OS's page cache once per connection that touched it since the map was
@@ -388,10 +389,12 @@ def file_maps(ps: psutil.Process, top: int = 8) -> tuple[dict[str, float], float
     try:
         maps = ps.memory_maps(grouped=True)
     except (psutil.Error, OSError):
-        return {}, 0.0
+        return {}, 0.0, None
     files = sorted(((m.path, m.rss) for m in maps if m.path.startswith("/")), key=lambda x: -x[1])
     store = sum(rss for path, rss in files if Path(path).name.startswith("graphmem.db"))
-    return {path: round(rss / 2**20, 1) for path, rss in files[:top]}, round(store / 2**20, 1)
+    own = sum(m.rss for m in maps) - store
+    return ({path: round(rss / 2**20, 1) for path, rss in files[:top]}, round(store / 2**20, 1),
+            round(own / 2**20, 1))
 
 
 # -- the server --------------------------------------------------------------------------------------
@@ -532,8 +535,7 @@ def soak(backend: str, args: argparse.Namespace, mix: dict[str, float]) -> dict[
                               open_files=len(files), store_files=sum(1 for f in files if "graphmem.db" in f.path),
                               cpu_percent=ps.cpu_percent(None))
             sample["tcp"] = len(ps.net_connections(kind="tcp"))
-            sample["file_maps"], sample["store_mapped_mb"] = file_maps(ps)
-            sample["rss_own_mb"] = round(sample["rss_mb"] - sample["store_mapped_mb"], 1)
+            sample["file_maps"], sample["store_mapped_mb"], sample["rss_own_mb"] = file_maps(ps)
             try:
                 sample["store"] = sizer()
             except Exception as exc:  # a busy store must not end the soak
@@ -640,7 +642,7 @@ def verdict(samples: list[dict[str, Any]], raw: list[tuple[float, dict[str, list
     since = duration - span
     inside = [s for s in samples if s["t_s"] >= since - 1e-6]
     rss = [s["rss_mb"] for s in inside]
-    own = [s.get("rss_own_mb", s["rss_mb"]) for s in inside]
+    own = [s.get("rss_own_mb") or s["rss_mb"] for s in inside]
     out: dict[str, Any] = {
         "window": f"last {span / 60:.1f} of {duration / 60:.1f} minutes (the last 20, or 2/3 of a shorter run)",
         "window_from_s": round(since, 1),
@@ -652,7 +654,7 @@ def verdict(samples: list[dict[str, Any]], raw: list[tuple[float, dict[str, list
         "rss_anon_slope_mb_per_min": slope_per_min([(s["t_s"], s["rssanon"]) for s in inside if "rssanon" in s]),
         "rss_own_window_mb": [min(own), max(own)] if own else None,
         "rss_own_max_over_min": round(max(own) / min(own), 3) if own else None,
-        "rss_own_slope_mb_per_min": slope_per_min([(s["t_s"], s.get("rss_own_mb", s["rss_mb"])) for s in inside]),
+        "rss_own_slope_mb_per_min": slope_per_min([(s["t_s"], s.get("rss_own_mb") or s["rss_mb"]) for s in inside]),
         "store_mapped_window_mb": [min(s.get("store_mapped_mb", 0) for s in inside),
                                    max(s.get("store_mapped_mb", 0) for s in inside)] if inside else None,
         "threads_window": [min(s["threads"] for s in inside), max(s["threads"] for s in inside)] if inside else None,

@@ -80,7 +80,7 @@ class StoreConfig(_Section):
     """SQLite: memory held for entity-name vectors between writes (each write looks up its entities'
     nearest names), per scope; past it the scopes used longest ago are dropped and reloaded from the
     file when next written, as are scopes not written for 10 minutes (ended conversations). The
-    memories' own vectors are held whole (see the docs' Operators, Memory)."""
+    memories' own vectors are held whole (docs: Operators, "Memory of a server process")."""
     uri: str = "bolt://127.0.0.1:7687"
     """Bolt address. Credentials written into it (``bolt://user:pass@host``, percent-encoded) are
     taken out into ``user`` and ``password`` when the config loads, so the URI kept and shown never
