@@ -94,8 +94,8 @@ def parsing() -> Iterator[None]:
     ends with the outermost ``parsing`` of the thread.
 
     Why: spaCy's vocabulary keeps every string and lexeme it is ever shown, so a long-running server's
-    pipeline grew with every new word sent to it (names, numbers, typos: about 2 MB per 1,000 messages
-    of new words); a memory zone takes back what was added inside it. Its bookkeeping belongs to the
+    pipeline grew with every new word sent to it (names, numbers, typos; docs: Benchmarks, "Hours under
+    load"); a memory zone takes back what was added inside it. Its bookkeeping belongs to the
     shared vocabulary (a string added by any thread during a zone goes when the zone ends), hence the
     lock; nothing made inside may outlive it except plain Python values (``token.lower_`` copies)."""
     global _zone_depth

@@ -322,7 +322,7 @@ class EntityVectors:
     At most ``max_bytes`` (``store.entity_cache_mb``) are held: the scopes used longest ago go first,
     since a server with a run id per conversation writes to a new scope every few seconds. A scope not
     written for ``idle_s`` goes too: its conversation has ended, and a cache of ended conversations
-    would grow until the bound (the soak saw 1.7 MB a minute), while reading a scope back costs one
+    grew until the bound (docs: Benchmarks, "Hours under load"), while reading a scope back costs one
     query when it is next written.
     """
 
