@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,12 @@ RESULTS = ROOT / "bench" / "results"
 
 def load_gold(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _unknown_relations(gold: list[dict[str, Any]], known: frozenset[str]) -> list[str]:
+    """Gold relations outside the ontology, commonest first."""
+    counts = Counter(t[1] for conv in gold for t in conv.get("triples", []) if t[1] not in known)
+    return [name for name, _ in counts.most_common()]
 
 
 def _all(page_fn: Any, **kwargs: Any) -> list[dict[str, Any]]:
@@ -297,6 +304,10 @@ def main() -> None:
         rels = relations_of(Ontology.load(section.get("ontology"), section.get("shapes")))
     else:
         rels = relations_of(Ontology.load())
+    unknown = _unknown_relations(gold, rels.names)
+    if unknown:  # scored under the wrong ontology every such triple is a miss: say so instead of a silent 0
+        p.error(f"the gold set uses relations the ontology in use lacks ({', '.join(unknown[:6])}); "
+                "pass the --config that names its ontology")
     name = args.extractor + ("-standin" if args.standin else "")
     collected = collect(args, gold)
     result = score(gold, collected["runs"], rels) | {"sent": _sum_sent(collected), "seconds": collected["seconds"],

@@ -78,6 +78,7 @@ class Relations:
 
     inverse: Mapping[str, str]
     symmetric: frozenset[str]
+    names: frozenset[str] = frozenset()
 
     def canonical(self, relation: str) -> tuple[str, bool]:
         """One name per inverse pair, and whether the ends swap to read it that way."""
@@ -95,7 +96,7 @@ def relations_of(ontology: Any) -> Relations:
             inverse[info.name], inverse[other] = other, info.name
         if info.symmetric:
             symmetric.add(info.name)
-    return Relations(inverse, frozenset(symmetric))
+    return Relations(inverse, frozenset(symmetric), frozenset(info.name for info in ontology.relations.values()))
 
 
 @dataclass(frozen=True)

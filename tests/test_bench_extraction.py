@@ -105,3 +105,16 @@ def test_validity_rows_are_found_and_dated(ontology: Ontology) -> None:
                       "valid_from": "2026-02-01T00:00:00Z", "valid_to": None}],
            "memories": []}
     assert score(gold, {"v1": run}, relations_of(ontology))["validity"] == {"rows": 3, "found": 2, "dated": 1}
+
+
+def test_a_gold_set_under_another_ontology_is_named_not_scored(ontology: Ontology) -> None:
+    """The clinic set scored under the default ontology would be a silent F1 of 0: the benchmark names the
+    relations the ontology lacks (and refuses to run) instead."""
+    from extraction import _unknown_relations, load_gold
+
+    clinic = load_gold(BENCH / "data" / "extraction-clinic-dev.jsonl")
+    assert _unknown_relations(load_gold(GOLD), relations_of(ontology).names) == []
+    unknown = _unknown_relations(clinic, relations_of(ontology).names)
+    assert "takesDrug" in unknown
+    with_clinic = Ontology.load(CLINIC / "clinic.ttl", CLINIC / "clinic.shapes.ttl")
+    assert _unknown_relations(clinic, relations_of(with_clinic).names) == []
