@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,3 +219,33 @@ def test_cli_backup_and_restore(tmp_path: Path, uid: str) -> None:
     assert json.loads(out)["copied"]["memory"] == 1
     code, out, err = run(tmp_path / "new", "restore", str(tmp_path / "b.db"))
     assert code != 0 and "already holds scope" in err
+
+
+def test_a_dump_page_skips_rows_deleted_while_it_was_read() -> None:
+    """A memory deleted by another transaction after the page's read matched it reads as nulls (Neo4j
+    is read-committed): it is left out, and a page holding only such rows is read past, not taken
+    for the end of the dump."""
+    from graphmem.stores.neo4j.dump import _live_page
+
+    rows = [{"key": f"m{i}", "alive": i not in (2, 3, 4, 5)} for i in range(1, 9)]
+    reads: list[str] = []
+
+    class Tx:
+        def run(self, _query: str, params: dict[str, Any]) -> Any:
+            reads.append(params["after"])
+            page = [r for r in rows if r["key"] > params["after"]][: params["limit"]]
+            return type("Result", (), {"data": lambda self: page})()
+
+    class Db:
+        def read(self, _what: str, work: Any) -> Any:
+            return work(Tx())
+
+    def pages() -> list[list[str]]:
+        out, after = [], ""
+        while page := _live_page(Db(), "dump", "q", {"after": after, "limit": 2}, lambda r: r["alive"]):  # type: ignore[arg-type]
+            out.append([r["key"] for r in page])
+            after = page[-1]["key"]
+        return out
+
+    assert pages() == [["m1"], ["m6", "m7"], ["m8"]]
+    assert reads == ["", "m1", "m3", "m5", "m7", "m8"]  # m2..m5 read past, then the end

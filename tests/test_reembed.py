@@ -230,7 +230,12 @@ def test_interrupted_reembed_leaves_the_old_embedder(backend: str, tmp_path: Pat
     with pytest.raises(EmbeddingError, match="went away"):
         m.reembed(failing, user_id=uid, batch_size=3)
     assert m.embedder.name == "hashing-v1-384"
-    assert m.search("memory number 4", user_id=uid, top_k=3)["results"] == before
+    after = m.search("memory number 4", user_id=uid, top_k=3)["results"]
+    # scores to 1e-4: keyword scores of the shared Neo4j's full-text index move with other tenants' writes
+    def rounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**r, "score": round(r["score"], 4)} for r in rows]
+
+    assert rounded(after) == rounded(before)
     m.close()
     with Memory({**cfg, "embedder": {"provider": "auto"}}) as again:
         assert again.embedder.name == "hashing-v1-384"

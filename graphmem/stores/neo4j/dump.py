@@ -6,7 +6,7 @@ and queries as every write; facts created as given, never merged into a twin).""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,13 +16,14 @@ from ...errors import StoreError
 from ...models import Entity, HistoryEvent, MemoryRecord, QuarantineEntry, Relation, Scope, to_utc
 from ..base import DUMP_KINDS, GraphWrite, NewEntity, Restore, Vector
 from .cypher import dump as dump_q
-from .cypher import exact_scope_where
+from .cypher import exact_scope_where, hint
 from .cypher import graph as graph_q
 from .cypher import memories as memory_q
 from .naming import rel_type
 from .records import (
     chunks,
     history_props,
+    live_dict,
     memory_row,
     scope_props,
     to_entity,
@@ -67,13 +68,28 @@ def _vector(value: Any) -> Vector | None:
     return None if value is None else np.asarray(value, dtype=np.float32)
 
 
+def _live_page(db: Db, what: str, query: str, params: dict[str, Any], alive: Callable[[dict[str, Any]], bool]
+               ) -> list[dict[str, Any]]:
+    """A page of rows, without those a concurrent transaction deleted after the read matched them
+    (their properties read as nulls). A page of only such rows is read past (its sort ``key`` was
+    taken before), so an empty answer still means the end."""
+    def read(page: dict[str, Any]) -> list[dict[str, Any]]:
+        return db.read(what, lambda tx: tx.run(query, page).data())
+
+    while True:
+        rows = read(params)
+        kept = [r for r in rows if alive(r)]
+        if kept or len(rows) < params["limit"]:
+            return kept
+        params = {**params, "after": rows[-1]["key"]}
+
+
 def dump_memories(db: Db, dims: int | None, scope: Scope, after: str | None, limit: int
                   ) -> list[tuple[MemoryRecord, Vector]]:
     params: dict[str, Any] = {"after": after or "", "limit": int(limit)}
-    query = dump_q.memories(exact_scope_where(scope, "m", params))
-    rows = db.read("dump_memories", lambda tx: tx.run(query, params).data())
+    query = dump_q.memories(exact_scope_where(scope, "m", params), hint(scope, "m", "Memory"))
     out: list[tuple[MemoryRecord, Vector]] = []
-    for r in rows:
+    for r in _live_page(db, "dump_memories", query, params, lambda r: live_dict(r["rec"])):
         vec = _vector(r["vec"])
         out.append((to_record(r["rec"]), vec if vec is not None else np.zeros(dims or 0, dtype=np.float32)))
     return out
@@ -81,15 +97,16 @@ def dump_memories(db: Db, dims: int | None, scope: Scope, after: str | None, lim
 
 def dump_history(db: Db, scope: Scope, after: str | None, limit: int) -> list[HistoryEvent]:
     params: dict[str, Any] = {"after": after or "", "limit": int(limit)}
-    query = dump_q.history(exact_scope_where(scope, "h", params))
+    query = dump_q.history(exact_scope_where(scope, "h", params), hint(scope, "h", "HistoryEvent"))
     return [to_history(r["ev"]) for r in db.read("dump_history", lambda tx: tx.run(query, params).data())]
 
 
 def dump_entities(db: Db, scope: Scope, after: str | None, limit: int
                   ) -> list[tuple[Entity, Vector | None, list[str]]]:
     params: dict[str, Any] = {"after": after or "", "limit": int(limit)}
-    query = dump_q.entities(exact_scope_where(scope, "e", params))
-    rows = db.read("dump_entities", lambda tx: tx.run(query, params).data())
+    query = dump_q.entities(exact_scope_where(scope, "e", params), hint(scope, "e", "Entity"))
+    rows = _live_page(db, "dump_entities", query, params,
+                      lambda r: r["ent"]["name"] is not None and r["ent"]["created_at"] is not None)
     return [(to_entity(r["ent"]), _vector(r["vec"]), sorted(r["mids"])) for r in rows]
 
 
@@ -104,7 +121,7 @@ def dump_facts(db: Db, scope: Scope, entity_ids: Sequence[str]) -> list[Relation
 
 def dump_quarantine(db: Db, scope: Scope, after: str | None, limit: int) -> list[QuarantineEntry]:
     params: dict[str, Any] = {"after": after or "", "limit": int(limit)}
-    query = dump_q.quarantine(exact_scope_where(scope, "q", params))
+    query = dump_q.quarantine(exact_scope_where(scope, "q", params), hint(scope, "q", "Quarantine"))
     return [to_quarantine(r["entry"]) for r in db.read("dump_quarantine", lambda tx: tx.run(query, params).data())]
 
 

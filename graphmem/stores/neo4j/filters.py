@@ -136,18 +136,28 @@ def normalize_metadata(metadata: dict[str, Any], what: str) -> tuple[dict[str, A
 class Params:
     """Collects query parameters under generated names, so no user value reaches query text.
 
-    Constants go in as parameters too (``$f3`` = false): a literal ``false`` lets the planner fold
+    Constants go in as parameters too (``$f.f3`` = false): a literal ``false`` lets the planner fold
     the whole WHERE away, and then the scope index hint becomes unfulfillable and the query fails.
+
+    The values travel as the entries of one map parameter (``$f``): Neo4j caches a plan per query
+    text *and* parameter types, and a map's type does not depend on what it holds, so ``{"tier": 1}``
+    and ``{"tier": "gold"}`` share one plan instead of planning a search statement again (seconds of
+    server CPU; see docs/operators/backends.md, "Plans and parameter types").
     """
 
     def __init__(self, prefix: str = "p") -> None:
-        self.values: dict[str, Any] = {}
+        self._entries: dict[str, Any] = {}
         self._prefix = prefix
 
     def add(self, value: Any) -> str:
-        name = f"{self._prefix}{len(self.values)}"
-        self.values[name] = value
-        return "$" + name
+        name = f"{self._prefix}{len(self._entries)}"
+        self._entries[name] = value
+        return f"${self._prefix}.{name}"
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The statement's parameters: the one map, or nothing when no value was added."""
+        return {self._prefix: dict(self._entries)} if self._entries else {}
 
 
 def _param_value(value: Any) -> Any:

@@ -218,8 +218,8 @@ def hint_field(scope: Scope) -> str:
 
 
 def hint(scope: Scope, var: str = "m", label: str = "Memory") -> str:
-    """Force the scope index on ``label`` (every scope field of Memory, Entity and Quarantine is
-    indexed): with ORDER BY created_at the planner may otherwise scan memories by time."""
+    """Force the scope index on ``label`` (every scope field of Memory, Entity, Quarantine and
+    HistoryEvent is indexed): with ORDER BY created_at the planner may otherwise scan memories by time."""
     return f"USING INDEX {var}:{label}({hint_field(scope)})"
 
 

@@ -26,22 +26,26 @@ def count_facts(where: str) -> str:
     return f"MATCH (:Entity)-[r]->(o) WHERE (o:Entity OR o:Value) AND r.id IS NOT NULL AND {where} RETURN count(r) AS n"
 
 
-def memories(where: str) -> str:
-    return (f"MATCH (m:Memory) WHERE m.id > $after AND {where} "
-            f"WITH m ORDER BY m.id LIMIT $limit RETURN {MEMORY_PROJ} AS rec, m.embedding AS vec")
+# Each page read seeks the scope's own index (``using``): seeking the id index from ``$after`` would
+# read every scope's nodes after it, so a whole-store dump would cost scopes x nodes.
 
 
-def history(where: str) -> str:
-    return (f"MATCH (h:HistoryEvent) WHERE h.memory_id > $after AND {where} "
+def memories(where: str, using: str) -> str:
+    return (f"MATCH (m:Memory) {using} WHERE m.id > $after AND {where} "
+            f"WITH m, m.id AS key ORDER BY key LIMIT $limit RETURN {MEMORY_PROJ} AS rec, m.embedding AS vec, key")
+
+
+def history(where: str, using: str) -> str:
+    return (f"MATCH (h:HistoryEvent) {using} WHERE h.memory_id > $after AND {where} "
             "WITH DISTINCT h.memory_id AS mid ORDER BY mid LIMIT $limit "
             f"MATCH (h:HistoryEvent {{memory_id: mid}}) WHERE {where} "
             f"RETURN {HISTORY_PROJ} AS ev ORDER BY mid, h.created_at, h.seq, h.id")
 
 
-def entities(where: str) -> str:
-    return (f"MATCH (e:Entity) WHERE e.id > $after AND {where} WITH e ORDER BY e.id LIMIT $limit "
+def entities(where: str, using: str) -> str:
+    return (f"MATCH (e:Entity) {using} WHERE e.id > $after AND {where} WITH e, e.id AS key ORDER BY key LIMIT $limit "
             f"RETURN {entity_proj('e')} AS ent, e.embedding AS vec, "
-            "[(m:Memory)-[:MENTIONS]->(e) | m.id] AS mids")
+            "[(m:Memory)-[:MENTIONS]->(e) | m.id] AS mids, key")
 
 
 def facts(where: str) -> str:
@@ -49,8 +53,8 @@ def facts(where: str) -> str:
             f"RETURN {FACT_COLUMNS} ORDER BY r.id")
 
 
-def quarantine(where: str) -> str:
-    return (f"MATCH (q:Quarantine) WHERE q.id > $after AND {where} WITH q ORDER BY q.id LIMIT $limit "
+def quarantine(where: str, using: str) -> str:
+    return (f"MATCH (q:Quarantine) {using} WHERE q.id > $after AND {where} WITH q ORDER BY q.id LIMIT $limit "
             f"RETURN {QUARANTINE_PROJ} AS entry")
 
 

@@ -96,6 +96,8 @@ def schema_statements(dims: int, analyzer: str) -> list[str]:
     ]
     for name in SCOPE_FIELDS:
         statements.append(f"CREATE INDEX quarantine_{name} IF NOT EXISTS FOR (q:Quarantine) ON (q.{name})")
+        # a dump reads one scope's events at a time (cypher.dump.history)
+        statements.append(f"CREATE INDEX history_event_{name} IF NOT EXISTS FOR (h:HistoryEvent) ON (h.{name})")
     # Query linking: aliases are a list, which no range index can seek into. This full-text index
     # holds the names, the aliases and the scope fields, so one Lucene query asks for alias words
     # within a scope (other tenants' hits never fill the hit limit); every hit is then checked
