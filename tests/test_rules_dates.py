@@ -48,3 +48,32 @@ def test_a_plan_in_the_present_progressive_looks_ahead() -> None:
     assert [x.iso for x in find_times("We're moving to Lyon in August.", ref)] == ["2026-08-01"]
     assert [x.iso for x in find_times("We moved to Lyon in August.", ref)] == ["2025-08-01"]
     assert [x.iso for x in find_times("I'm living in Lyon since August.", ref)] == ["2025-08-01"]
+
+
+_ONE = ("1", "a")
+_WORKED_OUT = ["today", "yesterday", "tomorrow", "the day before yesterday", "the day after tomorrow",
+               *(f"{w} {u}" for w in ("last", "this", "next") for u in ("year", "month", "week")),
+               *(f"{n} {u}{'' if n in _ONE else 's'} ago" for n in ("1", "3", "11", "a", "two", "twelve")
+                 for u in ("day", "week", "month", "year")),
+               "a few days ago", "several weeks ago", "a couple of months ago"]
+
+
+@pytest.mark.parametrize("prefer", ["past", "future"])
+def test_phrases_worked_out_without_dateparser_match_it(prefer: str) -> None:
+    """The relative phrases :func:`resolve` works out itself (for a fast first call) give what
+    dateparser gives, across month ends, a leap day and year ends."""
+    from graphmem.extraction.rules import dates
+
+    refs = [date(2024, 2, 29), date(2024, 3, 31), date(2023, 1, 1), date(2023, 12, 31), date(2025, 5, 31),
+            date(2024, 6, 15), date(2022, 10, 9)]
+    for ref in refs:
+        for phrase in _WORKED_OUT:
+            text = phrase
+            for old, new in dates._REWRITES.items():
+                text = text.replace(old, new)
+            quick = dates._arithmetic(text, ref)
+            assert quick is not None, phrase
+            got = dates._parser(datetime(ref.year, ref.month, ref.day, 12), prefer).get_date_data(text)  # type: ignore[arg-type]
+            period = dates._PERIOD[str(got.period)]
+            want = date(got.date_obj.year, 1, 1) if period == "year" else got.date_obj.date()
+            assert quick == (want, period), (phrase, ref, prefer)

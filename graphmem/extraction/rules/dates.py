@@ -138,6 +138,9 @@ def resolve(phrase: str, ref_day: date, ref_hour: int, prefer: Literal["past", "
     for old, new in _REWRITES.items():
         if old in text:
             text = text.replace(old, new)
+    quick = _arithmetic(text, ref_day)
+    if quick is not None:
+        return quick
     base = datetime(ref_day.year, ref_day.month, ref_day.day, ref_hour)
     parser = _parser(base, prefer)
     try:
@@ -152,6 +155,40 @@ def resolve(phrase: str, ref_day: date, ref_hour: int, prefer: Literal["past", "
         # "last year" -> the first day of that year; keep the year, it is what the phrase says.
         return date(got.year, 1, 1), "year"
     return got.date(), precision
+
+
+_COUNTS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                  "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_DAYS_OFF: Final = {"today": 0, "yesterday": -1, "tomorrow": 1, "the day before yesterday": -2,
+                    "the day after tomorrow": 2}
+_STEP: Final = {"last": -1, "this": 0, "next": 1}
+_RELATIVE: Final = re.compile(r"(last|this|next) (year|month|week)|(\d{1,3}|[a-z]+) (day|week|month|year)s? ago")
+
+
+def _arithmetic(text: str, ref_day: date) -> tuple[date, Precision] | None:
+    """The commonest relative phrases ("yesterday", "last year", "3 weeks ago"), worked out here as
+    dateparser would (``tests/test_rules_dates.py`` checks them against it): dateparser's first call in a
+    process compiles its English patterns, a good share of a fresh process's first ``add``."""
+    if text in _DAYS_OFF:
+        return ref_day + timedelta(days=_DAYS_OFF[text]), "day"
+    found = _RELATIVE.fullmatch(text)
+    if found is None:
+        return None
+    if found[1]:
+        step, unit = _STEP[found[1]], found[2]
+    else:
+        count = int(found[3]) if found[3].isdigit() else _COUNTS.get(found[3])
+        if count is None:
+            return None
+        step, unit = -count, found[4]
+    if unit == "day":
+        return ref_day + timedelta(days=step), "day"
+    if unit == "week":
+        return ref_day + timedelta(weeks=step), "week"
+    if unit == "month":
+        months = ref_day.year * 12 + ref_day.month - 1 + step
+        return date(months // 12, months % 12 + 1, 1), "month"
+    return date(ref_day.year + step, 1, 1), "year"
 
 
 @lru_cache(maxsize=16)  # ~250 KB each; one per (message hour, tense): a conversation's messages share a few
