@@ -16,6 +16,7 @@
 #   GRAPHMEM_NEO4J_PAGECACHE  page cache size; default 256m
 #   GRAPHMEM_NEO4J_HEAP       JVM max heap; default 2g
 #   GRAPHMEM_NEO4J_JAVA_OPTS  further JVM options (word-split), e.g. for profiling with JFR
+#   GRAPHMEM_NEO4J_MIN_REPLAN seconds before a cached plan may be re-planned; default Neo4j's (10)
 #   JAVA                      java binary; default: $JAVA_HOME/bin/java, else java on PATH
 #   MVN                       maven binary; default: mvn on PATH
 set -euo pipefail

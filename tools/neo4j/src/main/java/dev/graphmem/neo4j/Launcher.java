@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -117,6 +118,15 @@ public final class Launcher {
         config.put(LuceneSettings.vector_population_merge_factor, mergeFactor);
         double populationBuffer = Double.parseDouble(env("GRAPHMEM_NEO4J_VECTOR_BUFFER_MB", "512"));
         config.put(LuceneSettings.vector_population_ram_buffer_size, populationBuffer);
+
+        // Re-planning: Neo4j plans a statement again once it is older than this and the data have
+        // changed enough since. A store filling from empty (a test run) re-plans graphmem's search
+        // statements (seconds of CPU each) hundreds of times; GRAPHMEM_NEO4J_MIN_REPLAN (seconds)
+        // lengthens the interval. Unset: Neo4j's own default.
+        String minReplan = env("GRAPHMEM_NEO4J_MIN_REPLAN", "");
+        if (!minReplan.isEmpty()) {
+            config.put(GraphDatabaseSettings.cypher_min_replan_interval, Duration.ofSeconds(Long.parseLong(minReplan)));
+        }
 
         log("starting Neo4j (home " + home + ", bolt " + HOST + ":" + port
                 + ", page cache " + pageCache + " bytes)");
