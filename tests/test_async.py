@@ -77,6 +77,10 @@ def test_hundred_concurrent_adds_and_searches_lose_nothing(neo4j_available: bool
     async def main() -> tuple[list[Any], dict[str, Any], dict[str, Any], dict[str, Any], list[list[Any]]]:
         async with AsyncMemory(_config("neo4j", tmp_path, llm), embedder=HashingEmbedder(384)) as m:
             assert type(m._store).__name__ == "AsyncNeo4jStore"
+            # One add and search of another scope first: the server plans their statements once, before
+            # a hundred sessions would miss its plan cache together (what is tested is the writes racing).
+            await m.add(_fact("Warm", "WarmFirm"), user_id=f"{uid}-warm")
+            await m.search("Warm worksFor", user_id=f"{uid}-warm")
             adds = [m.add(_fact(f"Worker{i}", f"Firm{i % firms}"), user_id=uid) for i in range(n)]
             searches = [m.search(f"Worker{i} worksFor", user_id=uid) for i in range(0, n, 4)]
             done = await asyncio.gather(*adds, *searches)
