@@ -158,11 +158,11 @@ def _bare_tokenizer() -> str:
     and then replaces every one of its rules with the pipeline's own from disk, so the first build
     is thrown away: a third of the load (``bench/startup.py``). The rules come from disk either way;
     a test compares the loaded tokenizer's bytes with a default load's."""
-    import spacy
-    from spacy.tokenizer import Tokenizer
+    from spacy.tokenizer import Tokenizer  # type: ignore[import-not-found]
+    from spacy.util import registry
 
     name = "graphmem.bare_tokenizer.v1"
-    spacy.registry.tokenizers.register(name, func=lambda: lambda nlp: Tokenizer(nlp.vocab))
+    registry.tokenizers.register(name, func=lambda: lambda nlp: Tokenizer(nlp.vocab))
     return name
 
 
