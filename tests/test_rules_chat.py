@@ -203,6 +203,21 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: I work at Zalando and I live in Berlin.\nInes: Left Berlin for Munich and Zalando for Siemens.",
      {("Ines", "worksFor", "Zalando"), ("Ines", "livesIn", "Berlin"), ("Ines", "livesIn", "Munich"),
       ("Ines", "worksFor", "Siemens")}),
+    # the one who made, promoted or hired the speaker is the employer, not a team after the title
+    ("Ines: Mobify made me engineering lead for the payments team.",
+     {("Ines", "worksFor", "Mobify"), ("Ines", "jobTitle", "engineering lead")}),
+    ("Ines: They promoted me to chief financial officer!", {("Ines", "jobTitle", "chief financial officer")}),
+    ("Ines: The promotion to category manager is official.", {("Ines", "jobTitle", "category manager")}),
+    ("Ines: My sister's promotion to category manager is official.", set()),
+    ("Ines: Tellex recruited me as bureau chief for Benin.",
+     {("Tellex", "employs", "Ines"), ("Ines", "jobTitle", "bureau chief")}),
+    ("Ines: Generali poached me.", {("Generali", "employs", "Ines")}),
+    ("Ines: I poached two eggs for breakfast.", set()),
+    # where the speaker's home is, said by what is in it
+    ("Ines: Our new flat in Kadikoy has a view of the ferries.", {("Ines", "livesIn", "Kadikoy")}),
+    ("Ines: Three weeks into life in Trieste and the wind nearly blew me away.", {("Ines", "livesIn", "Trieste")}),
+    ("Ines: My sister's flat in Rome is huge.", set()),
+    ("Ines: We traded Brussels for Namur, the kids needed a garden.", {("Ines", "livesIn", "Namur")}),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

@@ -28,6 +28,7 @@ from .words import (
     INTERJECTIONS,
     JOB_ACRONYMS,
     JOB_HEADS,
+    JOB_SUFFIXES,
     MONTHS,
     OTHER_PRONOUNS,
     POSSESSIVE_DETS,
@@ -498,7 +499,7 @@ _UNTIL_BEFORE: Final = re.compile(r"\b(?:until|till|til|through|up to)\s+(?:the\
 def is_job_word(lower: str, res: Resources | None = None) -> bool:
     """A word that ends a job title: a common one ("designer", "PM"), or a name of a class of people in the
     ontology ("cardiologist" for a clinic's physicians)."""
-    if lower in JOB_HEADS or lower in JOB_ACRONYMS:
+    if lower in JOB_HEADS or lower in JOB_ACRONYMS or lower.endswith(JOB_SUFFIXES):
         return True
     cls = res.lexicon.class_words.get((res.english.lemma(lower),)) if res is not None else None
     return cls is not None and res is not None and res.lexicon.is_person(cls) and cls != res.lexicon.person_class

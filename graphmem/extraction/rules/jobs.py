@@ -36,6 +36,9 @@ _ARTICLES: Final = frozenset({"a", "an"})
 _PAST_ROLE: Final = frozenset({"after", "before", "previously", "formerly", "used", "ex"})
 _EMPLOYER_GAP: Final = 6
 _MADE: Final = frozenset({"make", "appoint", "name"})
+_PROMOTE: Final = frozenset({"promote", "promotion"})
+_HIRE: Final = frozenset({"hire", "recruit", "poach", "headhunt", "head-hunt", "take", "bring", "sign", "appoint"})
+"""Verbs of "<Org> hired me as <title>": the verb's subject is the employer."""
 _TITLE_LABELS: Final = frozenset({"role", "title", "job", "position"})
 _STUDENTS: Final = frozenset({"student", "students", "pupil", "undergrad", "undergraduate", "postgrad"})
 """Words allowed between a title and "at <Org>" ("a nurse, night shifts mostly, at the Royal Infirmary")."""
@@ -51,11 +54,16 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
     for k in range(ctx.sent.start, e - 1):
         lo = msg.lowers[k]
         named = appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
-        promoted = lo == "to" and k > ctx.sent.start and msg.lemmas[k - 1] in ("promote", "promotion")
-        # "Aker BP made me head of analytics": the employer made the speaker a title; "New role: DevOps
-        # engineer": a title after its label
+        promoted = lo == "to" and k > ctx.sent.start and msg.lemmas[k - 1] in _PROMOTE
+        # "Aker BP made me head of analytics": the employer made the speaker a title; "They promoted me
+        # to CFO", "The promotion to category manager is official": the speaker's own promotion; "New
+        # role: DevOps engineer": a title after its label
         made = k > ctx.sent.start and speaker_is_person(ctx) and (
-            (lo == "me" and msg.lemmas[k - 1] in _MADE) or (lo == ":" and msg.lowers[k - 1] in _TITLE_LABELS))
+            (lo == "me" and msg.lemmas[k - 1] in _MADE) or (lo == ":" and msg.lowers[k - 1] in _TITLE_LABELS)
+            or (lo == "to" and k - 2 >= ctx.sent.start and msg.lowers[k - 1] == "me"
+                and msg.lemmas[k - 2] == "promote")
+            or (promoted and msg.lemmas[k - 1] == "promotion" and _own(ctx, k - 1)))
+        promoted = promoted and not made
         # "I'll be a test automation engineer there from October": a job about to start
         coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
         if k in used or not (named or lo in _COPULA or coming or lo == "as" or promoted or made):
@@ -82,11 +90,15 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         who = ctx.speaker if made else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
         if who is None or (made and not job_word):
             continue
-        org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
-        if org is None and lo == "as":
-            org = _employer_before(ctx, k)
-        if org is None and made and msg.lowers[k] == "me":
-            org = parsed_subject(ctx, k - 1)
+        # the one who made or hired the speaker, before a team or place named after the title ("Paystack
+        # made me engineering lead for the mobile team", "BBC Afrique poached me as bureau chief for Benin")
+        hirer = _hirer(res, ctx, k, made)
+        if hirer is not None:  # "ASML hired me as ...": said already when a relation's label matched the verb
+            org = None if hirer[1] in used else hirer[0]
+        else:
+            org = employer(ctx, last, gap=_EMPLOYER_GAP if job_word else 0)
+            if org is None and lo == "as":
+                org = _employer_before(ctx, k)
         # a student at a university studies there ("a PhD student at Kyoto University")
         at = (res.ontology.relation_info("studiedAt") or works) if msg.lowers[last - 1] in _STUDENTS else works
         employed = make(res, ctx, who, at, org) if org is not None else None
@@ -104,6 +116,32 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             if job is not None:
                 out.append(job)
     return out
+
+
+def _own(ctx: SentenceView, k: int) -> bool:
+    """Whether the noun at ``k`` ("promotion") is the speaker's: no determiner, or "the", "my"."""
+    msg = ctx.sent.msg
+    return k == ctx.sent.start or msg.lowers[k - 1] in ("the", "my", "a", "!", ":", ",", "-")
+
+
+def _hirer(res: Resources, ctx: SentenceView, k: int, made: bool) -> tuple[str, int] | None:
+    """The organization that made or hired the speaker, and its verb: the subject of "<Org> made me"
+    (``made``, "me" at ``k``), of "<Org> promoted me to" ("to" at ``k``) or of "<Org> hired/recruited/
+    poached me as"."""
+    msg = ctx.sent.msg
+    if made and msg.lowers[k] == "me":
+        verb = k - 1
+    else:
+        verb = k - 2
+        hired = msg.lowers[k] == "as" and msg.lemmas[verb].replace("-", "") in _HIRE
+        if verb < ctx.sent.start or msg.lowers[k - 1] != "me" or not (hired or (made and msg.lowers[k] == "to")):
+            return None
+    key = parsed_subject(ctx, verb)
+    ent = ctx.state.entities.get(key) if key is not None else None
+    works = workplace(res)
+    if key is None or ent is None or works is None or key == ctx.speaker:
+        return None
+    return (key, verb) if ent.type is None or res.lexicon.compatible(ent.type, works.range) else None
 
 
 def _title_end(ctx: SentenceView, first: int) -> int | None:

@@ -29,7 +29,8 @@ from .resources import Resources
 from .state import Mention
 from .words import LEAVE_FORMS
 
-_LEAVE: Final = frozenset({"leave", "quit"})
+_LEAVE: Final = frozenset({"leave", "quit", "trade", "swap"})
+"""Verbs of "left A (for B)"; "traded Brussels for Namur" is one too."""
 _START: Final = frozenset({"join", "start"})
 _OFFER: Final = frozenset({"offer", "job", "position", "role"})
 """Nouns of "accepted an offer from <Org>", "took a job with <Org>"."""
@@ -84,6 +85,44 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             if triple is not None:
                 out.append(triple)
     return out
+
+
+_HOMES: Final = frozenset({"flat", "apartment", "house", "home", "place", "cottage", "townhouse", "condo", "villa",
+                           "bungalow", "life"})
+"""Nouns of "our flat in Kadikoy", "three weeks into life in Trieste": where the speaker lives."""
+
+
+def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """``livesIn`` of "my/our (new) flat in <Place>" and "life in <Place>" in a person's turn ("my
+    sister's flat in Rome" is hers; "a house in Espoo" may be anyone's)."""
+    lives = res.ontology.relation_info("livesIn")
+    if lives is None or not speaker_is_person(ctx) or ctx.speaker is None:
+        return []
+    msg, e = ctx.sent.msg, ctx.sent.end
+    out: list[ExtractedTriple] = []
+    for k in range(ctx.sent.start, e - 2):
+        if k in used or msg.lowers[k] not in _HOMES or msg.lowers[k + 1] != "in":
+            continue
+        before = k - 2 if k - 2 >= ctx.sent.start and msg.lowers[k - 1] == "new" else k - 1
+        own = before >= ctx.sent.start and msg.lowers[before] in ("my", "our")
+        if not own and not (msg.lowers[k] == "life" and (before < ctx.sent.start or msg.lowers[before] not in
+                                                          ("'s", "’s", "his", "her", "their", "your"))):
+            continue
+        place = ctx.ment_start.get(k + 2)
+        if place is None or not _a_place(res, ctx, place, lives):
+            continue
+        triple = make(res, ctx, ctx.speaker, lives, place.key)
+        if triple is not None:
+            out.append(triple)
+    return out
+
+
+def _a_place(res: Resources, ctx: SentenceView, m: Mention, lives: RelationInfo) -> bool:
+    """A mention typed as a place, or untyped and read as one by spaCy's recognizer."""
+    ent = ctx.state.entities.get(m.key)
+    if ent is not None and ent.type is not None:
+        return res.lexicon.compatible(ent.type, lives.range)
+    return res.named_place(ctx.sent.msg.doc, m.start, m.end)
 
 
 def _verb_first(ctx: SentenceView, k: int) -> str | None:

@@ -52,6 +52,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
                 used.add(match.toks[0])  # the verb too: its own subject is not the one referred
             out += produced
     out += moves.change_triples(res, ctx, used)
+    out += moves.home_triples(res, ctx, used)
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)

@@ -29,9 +29,10 @@ DETERMINERS: Final = frozenset({"the", "a", "an", "this", "that", "these", "thos
 POSSESSIVE_DETS: Final = frozenset({"my", "your", "his", "her", "its", "our", "their"})
 POSSESSIVE_MARKS: Final = frozenset({"'s", "’s", "'", "’"})
 FIRST_PERSON: Final = frozenset({"i", "me", "myself"})
-LEAVE_FORMS: Final = {"left": "leave", "leave": "leave", "leaving": "leave", "quit": "quit", "quitting": "quit"}
-"""Forms of leaving a place or a job; a sentence-initial "Left"/"Quit" is often parsed as an adjective or
-a noun, so its lemma is not "leave" (and a name must not start with it)."""
+LEAVE_FORMS: Final = {"left": "leave", "leave": "leave", "leaving": "leave", "quit": "quit", "quitting": "quit",
+                      "traded": "trade", "swapped": "swap"}
+"""Forms of leaving a place or a job ("traded Brussels for Namur"); a sentence-initial "Left"/"Quit" is
+often parsed as an adjective or a noun, so its lemma is not "leave" (and a name must not start with it)."""
 OTHER_PRONOUNS: Final = frozenset({"he", "she", "it", "they", "we", "you", "him", "them", "us", "this", "that",
                                    "these", "those", "who", "which", "there", "here", "one", "someone",
                                    "everyone", "everybody", "somebody", "nobody", "anyone"})
@@ -140,9 +141,15 @@ JOB_HEADS: Final = frozenset({
     "owner", "president", "chair", "supervisor", "inspector", "agent", "broker", "banker", "trader",
     "auditor", "attorney", "paralegal", "judge", "detective", "soldier", "sergeant", "guard", "janitor",
     "gardener", "tailor", "butcher", "florist", "hairdresser", "stylist", "beautician", "dj", "gp", "pm",
-    "ceo", "cto", "cfo", "coo", "vp", "sre", "swe", "ux", "ui",
+    "ceo", "cto", "cfo", "coo", "vp", "sre", "swe", "ux", "ui", "coach", "curator", "principal", "chief",
+    "counsel", "superintendent", "warden", "headteacher", "headmaster", "headmistress", "fellow", "associate",
+    "controller", "buyer", "ranger", "adviser", "advisor", "instructor", "trainer", "dean", "registrar",
+    "pastor", "priest", "nanny", "steward", "foreman", "clinician", "dietitian", "nutritionist",
+    "commissioner", "archivist", "conservator", "surveyor", "estimator", "dispatcher", "caretaker",
 })
 """Last words of a job title ("product designer", "senior PM"): what makes "I'm a <words>" a job."""
+JOB_SUFFIXES: Final = ("ologist", "iatrist", "ician", "ographer")
+"""Endings of professions the list cannot hold ("neonatologist", "paediatrician", "videographer")."""
 JOB_ACRONYMS: Final = frozenset({"pm", "ceo", "cto", "cfo", "coo", "vp", "svp", "evp", "gp", "sre", "swe", "phd",
                                  "hr", "qa", "ux", "ui", "md", "rn", "dj", "cpa"})
 """Capitalized job words that are not names ("a senior PM", "my GP")."""
