@@ -218,6 +218,12 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Three weeks into life in Trieste and the wind nearly blew me away.", {("Ines", "livesIn", "Trieste")}),
     ("Ines: My sister's flat in Rome is huge.", set()),
     ("Ines: We traded Brussels for Namur, the kids needed a garden.", {("Ines", "livesIn", "Namur")}),
+    # a verb conjoined to a subjectless one is the speaker's too; to another's subject, theirs
+    ("Ines: Took a job with Fiji Power and moved to Suva with my wife.",
+     {("Ines", "worksFor", "Fiji Power"), ("Ines", "livesIn", "Suva")}),
+    ("Ines: My brother quit Google and moved to Oslo.", set()),
+    ("Ines: First day at Paystack was remote.", {("Ines", "worksFor", "Paystack")}),
+    ("Ines: Her first day at Novo was fine.", set()),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

@@ -295,6 +295,21 @@ def test_a_statement_about_someone_else_is_not_the_asked_persons(mem: Memory, ui
     assert out[0]["id"] == acme
 
 
+def test_a_fact_about_someone_else_is_not_the_asked_persons(mem: Memory, uid: str) -> None:
+    """"My cousin moved to Dunedin" supports a ``livesIn`` fact, said by Maya after her own move: it is
+    her cousin's home, so it does not pass Maya's own statement."""
+    own = mem.add("Settled in Porto at last.", user_id=uid, infer=False, speaker="Maya",
+                  timestamp="2021-01-10T09:00:00Z", triples=[
+                      {"source": "Maya", "relation": "livesIn", "target": "Porto", "source_type": "Person",
+                       "target_type": "City"}])["results"][0]["id"]
+    mem.add("My cousin Rui just moved to Dunedin.", user_id=uid, infer=False, speaker="Maya",
+            timestamp="2023-02-01T09:00:00Z", triples=[
+                {"source": "Rui", "relation": "livesIn", "target": "Dunedin", "source_type": "Person",
+                 "target_type": "City"}])
+    out = mem.search("Where does Maya live now?", user_id=uid)["results"]
+    assert out[0]["id"] == own
+
+
 def test_a_name_one_memory_types_is_known_to_the_others(mem: Memory, uid: str) -> None:
     """Alone, "Left Nubank for iFood." names two unknown things; read with "Started at Nubank ...",
     Nubank is an employer, so the later memory states a change of job, as the write path reads it."""

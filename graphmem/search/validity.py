@@ -377,11 +377,12 @@ def _anchor_time(question: str, records: list[MemoryRecord], dated: bool) -> dat
 
 
 def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict[str, FactStates],
-            readings: Mapping[str, frozenset[Statement]], named: set[str], onto: Ontology) -> bool:
+            readings: Mapping[str, frozenset[Statement]], named: set[str], onto: Ontology,
+            about: frozenset[str]) -> bool:
     """Whether the memory states one of ``relations``: see :func:`by_time`."""
     facts = _supported(states.get(mid))
     if facts & relations:
-        return True
+        return not about or mid in about  # else a fact of someone else's ("my cousin moved to Dunedin")
     read = readings.get(mid, frozenset())
     who = named or ({rec.actor_id.casefold()} if rec.actor_id else set())
     if any(iri in relations and (not who or any(n in name.split() for n in who for name in (subject, value)))
@@ -400,12 +401,13 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     """Statements of one relation said at different times, in the order the question asks for.
 
     ``relations``: :func:`timed_relations` of the question. A ranked memory *states* one of them
-    when it supports a fact of it (``states``); else when the reading of its text (``readings``:
-    memory id -> what the rule extractor reads in it, :func:`to_read`) has one about the person asked
-    (or, when the question names no one, about who said it: "Left Nubank for iFood", ``worksFor``);
-    else, unless that reading has one about someone else ("my partner Ole works at NTNU"), when its
-    text holds the words of one of the relation's labels ("We moved to Porto", ``livesIn``). So
-    memories without facts (``infer=False``) take part too. When the question names someone whom
+    when it supports a fact of it (``states``; of the person asked, when the graph linked them:
+    ``about``); else when the reading of its text (``readings``: memory id -> what the rule extractor
+    reads in it, :func:`to_read`) has one about the person asked (or, when the question names no one,
+    about who said it: "Left Nubank for iFood", ``worksFor``); else, unless that reading has one about
+    someone else ("my partner Ole works at NTNU"), when its text holds the words of one of the
+    relation's labels ("We moved to Porto", ``livesIn``). So memories without facts (``infer=False``)
+    take part too. When the question names someone whom
     ranked memories name or who said them, only theirs count, and those ``about`` them: memories
     supporting a fact of the relations whose subject or object the graph linked in the question.
     When the ranked memories were said at least :data:`RESTATED_GAP` apart (a document loaded in
@@ -432,7 +434,7 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
         when = _said(rec, dated)
         if when is None or (named and item[0] not in about and not any(_by_or_naming(rec, name) for name in named)):
             continue
-        if _states(item[0], rec, relations, states, readings, named, onto):
+        if _states(item[0], rec, relations, states, readings, named, onto, about):
             said[n] = when
     if not said:
         return {}

@@ -80,8 +80,17 @@ class SentenceView:
 
 
 def subject(ctx: SentenceView, first: int) -> str | None:
-    """Nearest entity or first-person pronoun left of the relation, skipping prepositional objects."""
+    """Nearest entity or first-person pronoun left of the relation, skipping prepositional objects; of a
+    verb conjoined to another, the other's subject ("Took a job with Fiji Power and moved to Suva": the
+    speaker, whom chat drops)."""
     msg, start = ctx.sent.msg, ctx.sent.start
+    tok = msg.doc[first] if msg.doc is not None else None
+    if tok is not None and tok.dep_ == "conj" and tok.pos_ == "VERB" and tok.head.pos_ == "VERB" \
+            and start <= tok.head.i < first:
+        if any(c.dep_ in ("nsubj", "nsubjpass") for v in (tok, tok.head) for c in v.children):
+            return parsed_subject(ctx, first)  # "My brother quit Google and moved to Oslo": none named
+        if _subjectless(ctx, tok.head.i):
+            return ctx.speaker
     k = first - 1
     # Apposition: "Dow Jones & Company, a division of News Corp".
     d = k - 1 if k >= start and msg.lowers[k] in ("a", "an", "the") else k

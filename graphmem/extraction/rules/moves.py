@@ -49,6 +49,9 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     out: list[ExtractedTriple] = []
     for k in range(ctx.sent.start, e - 1):
         lemma = LEAVE_FORMS.get(msg.lowers[k], msg.lemmas[k])
+        first_day = _first_day(ctx, k)
+        if first_day:
+            lemma = "start"  # "First day at Paystack today", "my first week at Grundfos"
         if k in used or lemma not in _VERBS:
             continue
         if lemma in _LEAVE:
@@ -77,7 +80,7 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             found = _pick(res, ctx, [(org, False)] if org is not None else [], None, works, quit=False)
         if not found:
             continue
-        who = parsed_subject(ctx, k) or _verb_first(ctx, k) or speaker_before(ctx, k)
+        who = ctx.speaker if first_day else parsed_subject(ctx, k) or _verb_first(ctx, k) or speaker_before(ctx, k)
         if who is None:
             continue
         for rel, key, ended in found:
@@ -123,6 +126,15 @@ def _a_place(res: Resources, ctx: SentenceView, m: Mention, lives: RelationInfo)
     if ent is not None and ent.type is not None:
         return res.lexicon.compatible(ent.type, lives.range)
     return res.named_place(ctx.sent.msg.doc, m.start, m.end)
+
+
+def _first_day(ctx: SentenceView, k: int) -> bool:
+    """Whether ``k`` is "day"/"week" of the speaker's "(my) first day at": the sentence's opening, or "my"."""
+    msg, s = ctx.sent.msg, ctx.sent.start
+    if msg.lowers[k] not in ("day", "week") or k - 1 < s or msg.lowers[k - 1] != "first":
+        return False
+    before = k - 2
+    return before < s or msg.lowers[before] == "my" or all(msg.lowers[j] in LEAD_INS for j in range(s, before + 1))
 
 
 def _verb_first(ctx: SentenceView, k: int) -> str | None:
