@@ -310,6 +310,15 @@ def test_a_fact_about_someone_else_is_not_the_asked_persons(mem: Memory, uid: st
     assert out[0]["id"] == own
 
 
+def test_a_move_of_someone_the_speaker_names_by_kin_is_not_theirs(mem: Memory, uid: str) -> None:
+    """``infer=False``: "My cousin just moved to Dunedin" has the words of ``livesIn`` and names no one
+    the reader could type; its subject is the speaker's cousin, so Maya's own move stays first."""
+    own, _ = chat(mem, uid, ("2021-01-10T09:00:00Z", "We moved to Porto in the spring."),
+                  ("2023-02-01T09:00:00Z", "My cousin just moved to Dunedin for uni."), infer=False)
+    out = mem.search("Where does Maya live now?", user_id=uid)["results"]
+    assert out[0]["id"] == own
+
+
 def test_a_name_one_memory_types_is_known_to_the_others(mem: Memory, uid: str) -> None:
     """Alone, "Left Nubank for iFood." names two unknown things; read with "Started at Nubank ...",
     Nubank is an employer, so the later memory states a change of job, as the write path reads it."""

@@ -391,7 +391,34 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
     if any(iri in relations for iri, _, _ in read):
         return False  # about someone else ("my partner got a job at NTNU")
     words = _words(rec.memory)
-    return any(_says(words, iri, onto) for iri in relations)
+    said = [iri for iri in relations if _says(words, iri, onto)]
+    return bool(said) and not _someone_elses(rec.memory, said, onto)
+
+
+_CLAUSE_TOKENS: Final = re.compile(r"[a-z'’]+|[.!?;:,]")
+_FIRST_PERSON: Final = frozenset({"i", "we", "i'm", "we're", "i've", "we've", "i'd", "we'd", "i'll", "we'll",
+                                  "i’m", "we’re", "i’ve", "we’ve", "i’d", "we’d", "i’ll", "we’ll", "me", "us"})
+_OWNERS: Final = frozenset({"my", "our", "his", "her", "their", "your"})
+_NOT_OWNERS: Final = frozenset({"it", "that", "there", "here", "what", "let", "who", "where"})
+"""Words whose "'s" is "is" or "us" ("it's", "let's"), not a possessive."""
+
+
+def _someone_elses(text: str, relations: list[str], onto: Ontology) -> bool:
+    """Whether the clause of the first label word of ``relations`` has a subject that is someone the
+    speaker names by a relation to them and not the speaker ("My cousin just moved to Dunedin", "my
+    sister's husband moved to Turku"): what the reader leaves unread, as it names no one."""
+    tokens = _CLAUSE_TOKENS.findall(text.casefold())
+    content = {w for iri in relations for label in _labels(onto).get(iri, ()) for w in label.content}
+    at = next((n for n, t in enumerate(tokens) if _stem(t) in content), None)
+    if at is None:
+        return False
+    start = at
+    while start > 0 and tokens[start - 1] not in ".!?;:,":
+        start -= 1
+    before = tokens[start:at]
+    if any(t in _FIRST_PERSON for t in before):
+        return False
+    return any(t in _OWNERS or (t.endswith(("'s", "’s")) and t[:-2] not in _NOT_OWNERS) for t in before)
 
 
 def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
