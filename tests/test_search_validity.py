@@ -319,6 +319,23 @@ def test_a_move_of_someone_the_speaker_names_by_kin_is_not_theirs(mem: Memory, u
     assert out[0]["id"] == own
 
 
+def test_words_read_as_a_sibling_relation_state_nothing_of_the_asked_one(mem: Memory, uid: str) -> None:
+    """"Back when I lived in Braga" has the words of ``livesIn`` ("lives in"), but the reader takes
+    them for ``livedIn``: said last, it is still not the newest statement of the home."""
+    porto, _ = chat(mem, uid, ("2021-01-10T09:00:00Z", "We moved to Porto in the spring."),
+                    ("2023-02-01T09:00:00Z", "Back when I lived in Braga I never imagined leaving."), infer=False)
+    assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == porto
+
+
+def test_a_plan_said_last_is_the_newest_statement_of_what_it_becomes(mem: Memory, uid: str) -> None:
+    """``gm:movingTo gm:becomes gm:livesIn``: about the present, "we're moving to Kigali" said after
+    the last home is where she lives now; about the past it is no home."""
+    porto, kigali = chat(mem, uid, ("2021-01-10T09:00:00Z", "I live in Porto, near the river."),
+                         ("2023-02-01T09:00:00Z", "Big news: we're moving to Kigali next month!"))
+    assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == kigali
+    assert mem.search("Where did Maya live in 2022?", user_id=uid)["results"][0]["id"] == porto
+
+
 def test_a_name_one_memory_types_is_known_to_the_others(mem: Memory, uid: str) -> None:
     """Alone, "Left Nubank for iFood." names two unknown things; read with "Started at Nubank ...",
     Nubank is an employer, so the later memory states a change of job, as the write path reads it."""

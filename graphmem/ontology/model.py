@@ -36,6 +36,7 @@ from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_gr
 PathsArg = str | Path | Sequence[str | Path] | None
 Kind = Literal["object", "datatype"]
 ONE_AT_A_TIME: Final = URIRef("https://graphmem.dev/ontology#oneAtATime")
+BECOMES: Final = URIRef("https://graphmem.dev/ontology#becomes")
 """graphmem's annotation of a property whose values follow one another in time (see ``RelationInfo``)."""
 
 BUILTIN_NAMESPACES: Final = (
@@ -96,6 +97,9 @@ class RelationInfo:
     one_at_a_time: bool
     """``gm:oneAtATime true``: values follow one another in time (a job), though two may hold at
     once; a question about the present reads the latest first (``search/validity.py``)."""
+    becomes: str | None
+    """``gm:becomes``: the relation a planned value turns into once the plan happens (``movingTo``
+    becomes ``livesIn``); a question about the present reads the plan as a statement of it."""
     super_properties: tuple[str, ...]
     """Every super-property after owlrl, plus those implied through ``owl:inverseOf``."""
     neo4j_type: str | None
@@ -573,6 +577,7 @@ class Ontology:
                 functional=OWL.FunctionalProperty in t,
                 one_at_a_time=any(isinstance(o, RDFLiteral) and o.toPython() is True
                                   for o in g.objects(node, ONE_AT_A_TIME)),
+                becomes=next((str(o) for o in g.objects(node, BECOMES) if isinstance(o, URIRef)), None),
                 super_properties=tuple(sorted(sup)),
                 neo4j_type=neo4j_type(iri) if kind == "object" else None,
             )

@@ -275,7 +275,7 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
 
     asked = asked_relations(question, ontology)
     if asked:
-        return frozenset(filter(timed, asked))
+        return _with_plans(frozenset(filter(timed, asked)), question, ontology)
     # none named, and the question says nothing but what it asks for ("what company is she with now?",
     # "where is he now?", not "where has she camped?"): the relations whose values are such things (a job);
     # not a time, a number or a person ("who is she with now?" may ask anything)
@@ -286,8 +286,18 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
             if not w[0].isupper() or w.casefold() in _QUESTION_WORDS}
     if said - _FUNCTION_WORDS - _QUESTION_WORDS - _NOW_WORDS:
         return frozenset()
-    return frozenset(iri for iri, info in ontology.relations.items() if timed(iri) and _value_kind(info.range) is None
-                     and any(ontology.is_subclass(r, k) for r in info.range for k in kinds))
+    return _with_plans(frozenset(iri for iri, info in ontology.relations.items() if timed(iri)
+                                 and _value_kind(info.range) is None
+                                 and any(ontology.is_subclass(r, k) for r in info.range for k in kinds)),
+                       question, ontology)
+
+
+def _with_plans(timed: frozenset[str], question: str, ontology: Ontology) -> frozenset[str]:
+    """About the present, the relations of plans that become one of ``timed`` once they happen
+    (``gm:becomes``: "we're moving to Kigali", said after the last home, tells where they live now)."""
+    if not timed or asks_about_past(question):
+        return timed
+    return timed | {iri for iri, info in ontology.relations.items() if info.becomes in timed}
 
 
 def to_read(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],
@@ -390,9 +400,21 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
         return True
     if any(iri in relations for iri, _, _ in read):
         return False  # about someone else ("my partner got a job at NTNU")
+    if any(_rival(iri, relations, onto) for iri in facts | {iri for iri, _, _ in read}):
+        return False  # its words were read as a sibling relation ("back when I lived in Enugu": livedIn)
     words = _words(rec.memory)
     said = [iri for iri in relations if _says(words, iri, onto)]
     return bool(said) and not _someone_elses(rec.memory, said, onto)
+
+
+def _rival(iri: str, relations: frozenset[str], onto: Ontology) -> bool:
+    """Whether ``iri`` is a sibling of an asked relation: another sub-property of one of its
+    super-properties, with the same range (``livedIn``, ``visited`` beside ``livesIn``)."""
+    info = onto.relations.get(iri)
+    if info is None or iri in relations:
+        return False
+    return any(set(info.super_properties) & set(asked.super_properties) and info.range == asked.range
+               for asked in (onto.relations[r] for r in relations if r in onto.relations))
 
 
 _CLAUSE_TOKENS: Final = re.compile(r"[a-z'’]+|[.!?;:,]")
