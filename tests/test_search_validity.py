@@ -327,6 +327,14 @@ def test_words_read_as_a_sibling_relation_state_nothing_of_the_asked_one(mem: Me
     assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == porto
 
 
+def test_label_words_without_a_name_state_no_home(mem: Memory, uid: str) -> None:
+    """"We moved last weekend" has the words of ``livesIn`` but names no place: the home said before
+    it is still the newest statement of one."""
+    porto, _ = chat(mem, uid, ("2021-01-10T09:00:00Z", "We moved to Porto in the spring."),
+                    ("2023-02-01T09:00:00Z", "We moved last weekend, boxes everywhere."), infer=False)
+    assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == porto
+
+
 def test_a_plan_said_last_is_the_newest_statement_of_what_it_becomes(mem: Memory, uid: str) -> None:
     """``gm:movingTo gm:becomes gm:livesIn``: about the present, "we're moving to Kigali" said after
     the last home is where she lives now; about the past it is no home."""

@@ -403,8 +403,14 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
     if any(_rival(iri, relations, onto) for iri in facts | {iri for iri, _, _ in read}):
         return False  # its words were read as a sibling relation ("back when I lived in Enugu": livedIn)
     words = _words(rec.memory)
-    said = [iri for iri in relations if _says(words, iri, onto)]
+    said = [iri for iri in relations if _says(words, iri, onto)
+            and (onto.relations[iri].kind != "object" or _NAMED.search(rec.memory) is not None)]
     return bool(said) and not _someone_elses(rec.memory, said, onto)
+
+
+_NAMED: Final = re.compile(r"(?<![.!?:]\s)(?<!^)(?<!^\W)\b(?!I\b|I['’])[A-Z]")
+"""A capital inside a sentence: a name. "We moved last weekend" states no home (an object relation's
+value is a named thing), "We moved to Porto" does."""
 
 
 def _rival(iri: str, relations: frozenset[str], onto: Ontology) -> bool:
