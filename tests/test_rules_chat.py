@@ -165,6 +165,8 @@ def test_allergies_said_as_nouns_and_adjectives(extractor: RuleExtractor) -> Non
 
 def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtractor) -> None:
     assert ("Ines", "livesIn", "Vigo") in triples(extractor, "Ines: These days I'm in Vigo.", ["Ines"])
+    for said in ("We're in Vigo now!", "We’re in Vigo now!", "I’m in Vigo now."):  # "'re", curly quotes: "be"
+        assert ("Ines", "livesIn", "Vigo") in triples(extractor, f"Ines: {said}", ["Ines"])
     visit = triples(extractor, "Ines: I'm in Vigo for a conference.", ["Ines"])
     assert not any(t == "Vigo" for _s, _r, t in visit)
 

@@ -205,6 +205,9 @@ def english() -> English:
         table: dict[str, str] = json.load(fh)
     lemmas = {k.lower(): v.lower() for k, v in table.items() if k == k.lower()}
     lemmas.update({"n't": "not", "n’t": "not", "does": "do"})  # "don't eat" is "does not eat" (not "doe")
+    # the table has the straight-quote contractions only, and no "'re": "we're in Mérida now" is "we are"
+    lemmas.update({"'re": "be", "’re": "be", "’m": "be", "’ve": "have", "’ll": "will", "’d": "would",
+                   "’s": lemmas.get("'s", "have")})
     vocab = frozenset(w for w in (*lemmas, *lemmas.values()) if w.isalpha() and w == w.lower())
     with gzip.open(path.with_name("en_lemma_index.json.gz"), "rt", encoding="utf-8") as fh:
         index: dict[str, list[str]] = json.load(fh)
