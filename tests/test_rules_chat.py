@@ -220,6 +220,12 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Three weeks into life in Trieste and the wind nearly blew me away.", {("Ines", "livesIn", "Trieste")}),
     ("Ines: My sister's flat in Rome is huge.", set()),
     ("Ines: We traded Brussels for Namur, the kids needed a garden.", {("Ines", "livesIn", "Namur")}),
+    # an offer the message takes is a job; an offer alone is not
+    ("Ines: Tellex offered me a growth analyst job in Prague and I said yes.",
+     {("Ines", "worksFor", "Tellex"), ("Ines", "jobTitle", "growth analyst")}),
+    ("Ines: Tellex offered me the head of geography post. Accepted!",
+     {("Ines", "worksFor", "Tellex"), ("Ines", "jobTitle", "head of geography")}),
+    ("Ines: Tellex offered me a growth analyst job in Prague.", set()),
     # a verb conjoined to a subjectless one is the speaker's too; to another's subject, theirs
     ("Ines: Took a job with Fiji Power and moved to Suva with my wife.",
      {("Ines", "worksFor", "Fiji Power"), ("Ines", "livesIn", "Suva")}),

@@ -55,6 +55,8 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         lo = msg.lowers[k]
         named = appositive_of(res, ctx, k)  # "I'm Sofia Ricci, creative director at Hatch & Field"
         promoted = lo == "to" and k > ctx.sent.start and msg.lemmas[k - 1] in _PROMOTE
+        # "Avast offered me a growth analyst job and I said yes": an offer the message takes
+        offered = lo == "me" and k > ctx.sent.start and msg.lemmas[k - 1] == "offer" and _accepted(ctx, k)
         # "Aker BP made me head of analytics": the employer made the speaker a title; "They promoted me
         # to CFO", "The promotion to category manager is official": the speaker's own promotion; "New
         # role: DevOps engineer": a title after its label
@@ -62,7 +64,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             (lo == "me" and msg.lemmas[k - 1] in _MADE) or (lo == ":" and msg.lowers[k - 1] in _TITLE_LABELS)
             or (lo == "to" and k - 2 >= ctx.sent.start and msg.lowers[k - 1] == "me"
                 and msg.lemmas[k - 2] == "promote")
-            or (promoted and msg.lemmas[k - 1] == "promotion" and _own(ctx, k - 1)))
+            or (promoted and msg.lemmas[k - 1] == "promotion" and _own(ctx, k - 1)) or offered)
         promoted = promoted and not made
         # "I'll be a test automation engineer there from October": a job about to start
         coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
@@ -72,7 +74,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
         while k + 2 < e and msg.lowers[k + 1] in ("now", "still", "currently", "also"):
             k += 1  # "I'm now support team lead"
-        article = msg.lowers[k + 1] in _ARTICLES
+        article = msg.lowers[k + 1] in _ARTICLES or (offered and msg.lowers[k + 1] == "the")
         if not article and lo in ("'s", "’s"):
             continue  # "Maya's manager Tomás": a possessive, not "is"
         owned = named is not None and msg.lowers[k + 1] in ("the", "her", "his", "their", "my", "our")
@@ -81,10 +83,13 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         last = _title_end(ctx, first)
         if last is None:
             continue
-        job_word = is_job_word(msg.lowers[last - 1], res)
+        post = offered and last - 1 > first and msg.lowers[last - 1] in _POSTS
+        job_word = is_job_word(msg.lowers[last - 2 if post else last - 1], res)
         if not job_word and not (article and lo != "as" and named is None):
             continue
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
+        if offered and last - 1 > first and msg.lowers[last - 1] in _POSTS:
+            last -= 1  # "a clinical fellow post", "the head of geography job"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
         who = ctx.speaker if made else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
@@ -116,6 +121,20 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             if job is not None:
                 out.append(job)
     return out
+
+
+_POSTS: Final = frozenset({"job", "post", "role", "position"})
+_ACCEPTED: Final = (("accepted",), ("accept",), ("took", "it"), ("taking", "it"), ("said", "yes"), ("yes",),
+                    ("i", "start"), ("starting",), ("joined",), ("start", "date"))
+"""Words after an offer that say the speaker took it ("... and I took it", "Accepted!", "I start in May")."""
+
+
+def _accepted(ctx: SentenceView, k: int) -> bool:
+    """Whether the message goes on, after the offer at ``k``, to say the speaker took it: an offer
+    alone is no job."""
+    lowers = ctx.sent.msg.lowers
+    rest = [w for w in lowers[k + 1:] if w.isalpha()]
+    return any(tuple(rest[n:n + len(words)]) == words for words in _ACCEPTED for n in range(len(rest)))
 
 
 def _own(ctx: SentenceView, k: int) -> bool:

@@ -145,7 +145,7 @@ JOB_HEADS: Final = frozenset({
     "counsel", "superintendent", "warden", "headteacher", "headmaster", "headmistress", "fellow", "associate",
     "controller", "buyer", "ranger", "adviser", "advisor", "instructor", "trainer", "dean", "registrar",
     "pastor", "priest", "nanny", "steward", "foreman", "clinician", "dietitian", "nutritionist",
-    "commissioner", "archivist", "conservator", "surveyor", "estimator", "dispatcher", "caretaker",
+    "commissioner", "actuary", "archivist", "conservator", "surveyor", "estimator", "dispatcher", "caretaker",
 })
 """Last words of a job title ("product designer", "senior PM"): what makes "I'm a <words>" a job."""
 JOB_SUFFIXES: Final = ("ologist", "iatrist", "ician", "ographer")
