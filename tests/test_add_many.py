@@ -171,6 +171,19 @@ def test_a_near_duplicate_in_a_later_item_is_the_earlier_items_memory(tmp_path: 
         assert len(m.get_all(user_id=uid)["results"]) == 1
 
 
+def test_a_sentence_said_twice_near_a_stored_memory_is_that_memory_twice(backend: str, tmp_path: Path,
+                                                                         uid: str) -> None:
+    """The second copy of a sentence follows the first, which a near-duplicate of a stored memory takes
+    over; it once pointed at an id never written, and every re-plan of the write failed."""
+    cfg = MemoryConfig.load(make_config(backend, tmp_path, dedup={"memory_similarity": 0.9}))
+    with Memory(cfg, embedder=HashingEmbedder(384)) as m:
+        stored = m.add("I live in Lisbon with my two cats.", user_id=uid, speaker="Kari")["results"][0]["id"]
+        out = m.add("I live in Lisbon with my two cats! I live in Lisbon with my two cats!", user_id=uid,
+                    speaker="Kari")["results"]
+        assert [(r["id"], r["event"]) for r in out] == [(stored, "NONE"), (stored, "NONE")]
+        assert len(m.get_all(user_id=uid)["results"]) == 1
+
+
 def test_entity_names_not_stored_are_embedded_with_the_memories(backend: str, tmp_path: Path, uid: str) -> None:
     """A local model's call costs about as much for a short name as for a sentence, so ``add`` makes
     one embedding call: the memories and the entity names a read found unknown; a stored name is not

@@ -287,8 +287,10 @@ class Ingestor:
             across = len(set(items.tolist())) > 1
             unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12) if across else matrix
             kept: list[int] = []  # new drafts that stay new, in order
+            moved: dict[str | None, str] = {}  # a new draft's id -> the stored memory it duplicates
             for j, (d, hit) in enumerate(zip(new, self.store.nearest(scope, matrix), strict=True)):
                 if hit is not None and hit[1] >= threshold:
+                    moved[d.id] = hit[0]
                     d.id, d.event, d.hash = hit[0], EventType.NONE, ""
                     continue
                 if across and kept:
@@ -298,6 +300,9 @@ class Ingestor:
                         d.id, d.event, d.hash = new[kept[best]].id, EventType.NONE, ""
                         continue
                 kept.append(j)
+            for d in drafts:  # the same text twice: the second follows the first to the stored memory
+                if d.event is EventType.NONE and d.id in moved:
+                    d.id, d.hash = moved[d.id], ""
         return [by_id.get(d.id) if d.event is EventType.ADD else None for d in drafts]
 
     def _plan(self, scope: Scope, drafts: list[Draft], facts: list[Fact], now: datetime,
