@@ -36,8 +36,9 @@ from .sources import LoadedGraph, SourceFile, expand_paths, fingerprint, load_gr
 PathsArg = str | Path | Sequence[str | Path] | None
 Kind = Literal["object", "datatype"]
 ONE_AT_A_TIME: Final = URIRef("https://graphmem.dev/ontology#oneAtATime")
-BECOMES: Final = URIRef("https://graphmem.dev/ontology#becomes")
 """graphmem's annotation of a property whose values follow one another in time (see ``RelationInfo``)."""
+BECOMES: Final = URIRef("https://graphmem.dev/ontology#becomes")
+"""graphmem's annotation of a property of plans: the property its value holds once the plan happens."""
 
 BUILTIN_NAMESPACES: Final = (
     str(RDF), str(RDFS), str(OWL), str(XSD), str(SH), str(SKOS),

@@ -83,13 +83,14 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         last = _title_end(ctx, first)
         if last is None:
             continue
-        post = offered and last - 1 > first and msg.lowers[last - 1] in _POSTS
-        job_word = is_job_word(msg.lowers[last - 2 if post else last - 1], res)
+        if offered and last - 1 > first and msg.lowers[last - 1] in _POSTS:
+            last -= 1  # "a clinical fellow post"
+        job_word = is_job_word(msg.lowers[last - 1], res)
         if not job_word and not (article and lo != "as" and named is None):
             continue
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
         if offered and last - 1 > first and msg.lowers[last - 1] in _POSTS:
-            last -= 1  # "a clinical fellow post", "the head of geography job"
+            last -= 1  # "the head of geography job"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
         who = ctx.speaker if made else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
