@@ -460,10 +460,13 @@ def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset
     ``about``); else when the reading of its text (``readings``: memory id -> what the rule extractor
     reads in it, :func:`to_read`) has one about the person asked (or, when the question names no one,
     about who said it: "Left Nubank for iFood", ``worksFor``); else, unless that reading has one about
-    someone else ("my partner Ole works at NTNU"), when its text holds the words of one of the
-    relation's labels ("We moved to Porto", ``livesIn``). So memories without facts (``infer=False``)
-    take part too. When the question names someone whom
-    ranked memories name or who said them, only theirs count, and those ``about`` them: memories
+    someone else ("my partner Ole works at NTNU") or takes its words for a sibling relation ("back
+    when I lived in Enugu": ``livedIn``), when its text holds the words of one of the relation's labels
+    beside a name ("We moved to Porto", ``livesIn``; not "we moved last weekend"), in a clause not
+    about someone the speaker names by kin ("my cousin just moved to Dunedin"). So memories without
+    facts (``infer=False``) take part too. About the present, a plan states what it becomes
+    (:func:`timed_relations`). When the question names someone whom ranked memories name or who said
+    them, only theirs count, and those ``about`` them: memories
     supporting a fact of the relations whose subject or object the graph linked in the question.
     When the ranked memories were said at least :data:`RESTATED_GAP` apart (a document loaded in
     one go is left as ranked), those statements go to the top:
