@@ -226,6 +226,9 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Tellex offered me the head of geography post. Accepted!",
      {("Ines", "worksFor", "Tellex"), ("Ines", "jobTitle", "head of geography")}),
     ("Ines: Tellex offered me a growth analyst job in Prague.", set()),
+    # travel to a place the recognizer knows: a trip, past or planned, not an event attended
+    ("Ines: We went to Lisbon last year.", {("Ines", "visited", "Lisbon")}),
+    ("Ines: We're going to Lisbon in May.", {("Ines", "plansToVisit", "Lisbon")}),
     # a verb conjoined to a subjectless one is the speaker's too; to another's subject, theirs
     ("Ines: Took a job with Fiji Power and moved to Suva with my wife.",
      {("Ines", "worksFor", "Fiji Power"), ("Ines", "livesIn", "Suva")}),

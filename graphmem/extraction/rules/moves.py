@@ -120,6 +120,52 @@ def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
     return out
 
 
+_TRAVEL: Final = frozenset({"go", "head", "fly", "travel", "drive"})
+
+
+def trip_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """``visited`` of "we went to <Place>" and ``plansToVisit`` of "we're going to <Place> next spring"
+    (a verb of travel, not in the past tense) in a person's turn, about the verb's subject."""
+    visited, planned = res.ontology.relation_info("visited"), res.ontology.relation_info("plansToVisit")
+    doc = ctx.sent.msg.doc
+    if visited is None or planned is None or doc is None or not speaker_is_person(ctx):
+        return []
+    msg, e = ctx.sent.msg, ctx.sent.end
+    out: list[ExtractedTriple] = []
+    for k in range(ctx.sent.start, e - 2):
+        if k in used or msg.lemmas[k] not in _TRAVEL or msg.lowers[k + 1] != "to" or doc[k].pos_ != "VERB":
+            continue
+        place = _after(ctx, k + 1, ("to",))
+        if place is None or not _a_place(res, ctx, place, visited):
+            continue
+        who = parsed_subject(ctx, k) or _verb_first(ctx, k) or speaker_before(ctx, k)
+        if who is None:
+            continue
+        triple = make(res, ctx, who, visited if doc[k].tag_ == "VBD" else planned, place.key)
+        if triple is not None:
+            out.append(triple)
+    return out
+
+
+def unlikely_place(res: Resources, ctx: SentenceView, rel: RelationInfo, key: str) -> bool:
+    """Whether ``key``, nothing typed yet and gone to ("went to Lisbon", a verb of travel before "to"),
+    is a place that spaCy's recognizer reads as one, for a relation whose range holds neither places nor
+    agents: no event attended, but a trip (:func:`trip_triples`). The recognizer reads many companies
+    and events as places, so nothing else is asked."""
+    ent = ctx.state.entities.get(key)
+    if rel.kind != "object" or ent is None or ent.type is not None:
+        return False
+    kinds = [iri for iri in map(res.lexicon.class_iri, ("Place", "Agent")) if iri is not None]
+    onto = res.ontology
+    if len(kinds) < 2 or any(onto.is_subclass(r, c) or onto.is_subclass(c, r) for r in rel.range for c in kinds):
+        return False
+    m = next((m for m in ctx.sent.mentions if m.key == key), None)
+    lemmas = ctx.sent.msg.lemmas
+    if m is None or m.start - 2 < ctx.sent.start or lemmas[m.start - 1] != "to" or lemmas[m.start - 2] not in _TRAVEL:
+        return False
+    return res.named_place(ctx.sent.msg.doc, m.start, m.end)
+
+
 def _a_place(res: Resources, ctx: SentenceView, m: Mention, lives: RelationInfo) -> bool:
     """A mention typed as a place, or untyped and read as one by spaCy's recognizer."""
     ent = ctx.state.entities.get(m.key)

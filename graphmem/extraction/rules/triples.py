@@ -53,6 +53,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
             out += produced
     out += moves.change_triples(res, ctx, used)
     out += moves.home_triples(res, ctx, used)
+    out += moves.trip_triples(res, ctx, used)
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
     out += roles.role_triples(res, ctx, used)
@@ -237,6 +238,8 @@ def _object_triples(res: Resources, ctx: SentenceView, rel: RelationInfo, subj: 
             return []  # "I'm in Prague this week": a visit, and a person is not "located in" a place
         rel = home
     for obj in found[:1] if rel.functional else found:
+        if not swap and moves.unlikely_place(res, ctx, rel, obj):
+            continue  # "we went to Lisbon": a place, not an event attended (moves.trip_triples)
         src, dst = (obj, subj) if swap else (subj, obj)
         t = make(res, ctx, src, rel, dst, ended=ended)
         if t is not None:
