@@ -126,8 +126,9 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
 
 _POSTS: Final = frozenset({"job", "post", "role", "position"})
 _ACCEPTED: Final = (("accepted",), ("accept",), ("took", "it"), ("taking", "it"), ("said", "yes"), ("yes",),
-                    ("i", "start"), ("starting",), ("joined",), ("start", "date"))
-"""Words after an offer that say the speaker took it ("... and I took it", "Accepted!", "I start in May")."""
+                    ("i", "start"), ("starting",), ("joined",), ("start", "date"), ("moving",), ("relocating",))
+"""Words after an offer that say the speaker took it ("... and I took it", "Accepted!", "I start in May",
+"We're moving in May!")."""
 
 
 def _accepted(ctx: SentenceView, k: int) -> bool:
