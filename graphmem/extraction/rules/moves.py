@@ -155,13 +155,13 @@ def unlikely_place(res: Resources, ctx: SentenceView, rel: RelationInfo, key: st
     ent = ctx.state.entities.get(key)
     if rel.kind != "object" or ent is None or ent.type is not None:
         return False
-    kinds = [iri for iri in map(res.lexicon.class_iri, ("Place", "Agent")) if iri is not None]
-    onto = res.ontology
-    if len(kinds) < 2 or any(onto.is_subclass(r, c) or onto.is_subclass(c, r) for r in rel.range for c in kinds):
-        return False
     m = next((m for m in ctx.sent.mentions if m.key == key), None)
     lemmas = ctx.sent.msg.lemmas
     if m is None or m.start - 2 < ctx.sent.start or lemmas[m.start - 1] != "to" or lemmas[m.start - 2] not in _TRAVEL:
+        return False  # checked first: this runs for every object of every relation matched
+    kinds = [iri for iri in map(res.lexicon.class_iri, ("Place", "Agent")) if iri is not None]
+    onto = res.ontology
+    if len(kinds) < 2 or any(onto.is_subclass(r, c) or onto.is_subclass(c, r) for r in rel.range for c in kinds):
         return False
     return res.named_place(ctx.sent.msg.doc, m.start, m.end)
 

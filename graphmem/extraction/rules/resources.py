@@ -156,7 +156,7 @@ def _bare_tokenizer() -> str:
 
     Why: spaCy builds the config's tokenizer (English's ~2,700 special cases and its affix patterns)
     and then replaces every one of its rules with the pipeline's own from disk, so the first build
-    is thrown away: a third of the load (``bench/startup.py``). The rules come from disk either way;
+    is thrown away (``bench/startup.py`` measures the load). The rules come from disk either way;
     a test compares the loaded tokenizer's bytes with a default load's."""
     from spacy.tokenizer import Tokenizer  # type: ignore[import-not-found]
     from spacy.util import registry
