@@ -219,6 +219,12 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Our new flat in Kadikoy has a view of the ferries.", {("Ines", "livesIn", "Kadikoy")}),
     ("Ines: Three weeks into life in Trieste and the wind nearly blew me away.", {("Ines", "livesIn", "Trieste")}),
     ("Ines: My sister's flat in Rome is huge.", set()),
+    ("Ines: We bought a little house in La Spezia.",
+     {("Ines", "livesIn", "La Spezia"), ("Ines", "owns", "house"), ("house", "locatedIn", "La Spezia")}),
+    ("Ines: My brother bought a house in Groningen.", set()),
+    ("Ines: We've been in Panama City for three weeks. The canal is huge.", {("Ines", "livesIn", "Panama City")}),
+    ("Ines: Six weeks in Riyadh and I've already found the best shawarma place.", {("Ines", "livesIn", "Riyadh")}),
+    ("Ines: We've been in Rome for three days, the food!", set()),
     ("Ines: We traded Brussels for Namur, the kids needed a garden.", {("Ines", "livesIn", "Namur")}),
     # an offer the message takes is a job; an offer alone is not
     ("Ines: Tellex offered me a growth analyst job in Prague and I said yes.",

@@ -96,20 +96,22 @@ _HOMES: Final = frozenset({"flat", "apartment", "house", "home", "place", "cotta
 
 
 def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
-    """``livesIn`` of "my/our (new) flat in <Place>" and "life in <Place>" in a person's turn ("my
-    sister's flat in Rome" is hers; "a house in Espoo" may be anyone's)."""
+    """``livesIn`` of "my/our (new) flat in <Place>", "life in <Place>", "we bought a house in <Place>"
+    and "we've been in <Place> for three weeks" in a person's turn ("my sister's flat in Rome" is hers;
+    "a house in Espoo" may be anyone's, unless the speaker bought or rented it)."""
     lives = res.ontology.relation_info("livesIn")
     if lives is None or not speaker_is_person(ctx) or ctx.speaker is None:
         return []
-    msg, e = ctx.sent.msg, ctx.sent.end
+    msg, s, e = ctx.sent.msg, ctx.sent.start, ctx.sent.end
     out: list[ExtractedTriple] = []
-    for k in range(ctx.sent.start, e - 2):
+    for k in range(s, e - 2):
         if k in used or msg.lowers[k] not in _HOMES or msg.lowers[k + 1] != "in":
             continue
-        before = k - 2 if k - 2 >= ctx.sent.start and msg.lowers[k - 1] == "new" else k - 1
-        own = before >= ctx.sent.start and msg.lowers[before] in ("my", "our")
-        if not own and not (msg.lowers[k] == "life" and (before < ctx.sent.start or msg.lowers[before] not in
-                                                          ("'s", "’s", "his", "her", "their", "your"))):
+        before = k - 2 if k - 2 >= s and msg.lowers[k - 1] == "new" else k - 1
+        own = before >= s and msg.lowers[before] in ("my", "our")
+        life = msg.lowers[k] == "life" and (before < s or msg.lowers[before] not in
+                                            ("'s", "’s", "his", "her", "their", "your"))
+        if not (own or life or _bought(ctx, k)):
             continue
         place = ctx.ment_start.get(k + 2)
         if place is None or not _a_place(res, ctx, place, lives):
@@ -117,7 +119,47 @@ def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
         triple = make(res, ctx, ctx.speaker, lives, place.key)
         if triple is not None:
             out.append(triple)
+    for k in range(s, e - 1):
+        place = ctx.ment_start.get(k + 1) if msg.lowers[k] == "in" and k not in used else None
+        if place is not None and _a_stay(ctx, k, place) and _a_place(res, ctx, place, lives):
+            triple = make(res, ctx, ctx.speaker, lives, place.key)
+            if triple is not None:
+                out.append(triple)
+                used.update((k - 1, k))  # "been in": no copula's "is located in" besides
     return out
+
+
+_SPANS: Final = frozenset({"week", "month", "year"})
+
+
+def _a_stay(ctx: SentenceView, k: int, place: Mention) -> bool:
+    """Whether "in <Place>" at ``k`` says how long the speaker has been living there: "We've been in
+    Panama City for three weeks", "Six weeks in Riyadh and ...". Days are a trip's."""
+    msg, doc, s = ctx.sent.msg, ctx.sent.msg.doc, ctx.sent.start
+    if doc is None:
+        return False
+    if k == s + 2 and doc[s].like_num and msg.lemmas[s + 1] in _SPANS:
+        return True
+    if k - 2 < s or msg.lowers[k - 1] != "been" or msg.lemmas[k - 2] != "have" or place.end + 2 >= ctx.sent.end:
+        return False
+    span = msg.lowers[place.end] == "since" or (msg.lowers[place.end] == "for" and any(
+        msg.lemmas[j] in _SPANS for j in range(place.end + 1, min(place.end + 4, ctx.sent.end))))
+    return span and parsed_subject(ctx, k - 1) == ctx.speaker
+
+
+_BUY: Final = frozenset({"buy", "rent"})
+
+
+def _bought(ctx: SentenceView, k: int) -> bool:
+    """Whether the home noun at ``k`` is what the speaker bought or rented ("We bought a little house
+    in La Spezia", "Bought a cottage in Stellenbosch"): the verb at most three words before it, its
+    subject the speaker (or none: chat drops the "I")."""
+    msg = ctx.sent.msg
+    verb = next((j for j in range(k - 1, max(ctx.sent.start, k - 4) - 1, -1) if msg.lemmas[j] in _BUY), None)
+    if verb is None or not all(msg.lowers[j] not in ("'s", "’s", "his", "her", "their", "your")
+                               for j in range(verb + 1, k)):
+        return False
+    return (parsed_subject(ctx, verb) or _verb_first(ctx, verb)) == ctx.speaker
 
 
 _TRAVEL: Final = frozenset({"go", "head", "fly", "travel", "drive"})
