@@ -335,6 +335,15 @@ def test_label_words_without_a_name_state_no_home(mem: Memory, uid: str) -> None
     assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == porto
 
 
+@pytest.mark.parametrize("infer", [True, False])
+def test_names_in_any_alphabet(mem: Memory, uid: str, infer: bool) -> None:
+    """"Lucía" is one word (split at "í", "luc a live" read "live" as a noun), and "Évora" is a name."""
+    heredia, evora = (mem.add(text, user_id=uid, infer=infer, timestamp=when, speaker="Lucía")["results"][0]["id"]
+                      for when, text in (("2021-01-10T09:00:00Z", "I live in Heredia and I love living in Heredia."),
+                                         ("2023-02-01T09:00:00Z", "We moved to Évora last week.")))
+    assert [h["id"] for h in mem.search("Where does Lucía live now?", user_id=uid)["results"][:2]] == [evora, heredia]
+
+
 def test_a_plan_said_last_is_the_newest_statement_of_what_it_becomes(mem: Memory, uid: str) -> None:
     """``gm:movingTo gm:becomes gm:livesIn``: about the present, "we're moving to Kigali" said after
     the last home is where she lives now; about the past it is no home."""

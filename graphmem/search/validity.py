@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 SUPERSEDED: Final = 0.5
 """Score factor of a superseded memory in a question about the present (``bench/updates.py``)."""
 
+_LETTERS: Final = re.compile(r"[^\W\d_]+")
+"""Words of letters, any alphabet's ("Lucía" is one word, not "luc" and "a")."""
+_ALNUM: Final = re.compile(r"[^\W_]+")
+
 _PAST: Final = re.compile(
     r"\b(?:before|previous(?:ly)?|prior|former(?:ly)?|used to|originally|at first|earlier|ago|in the past|"
     r"old (?:job|home|address|place|house|flat|apartment|city|employer|company|team|role|title|boss|school)|"
@@ -111,7 +115,7 @@ def _stem(word: str) -> str:
 
 
 def _words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"[a-z]+", text.casefold())}
+    return {_stem(w) for w in _LETTERS.findall(text.casefold())}
 
 
 _PARTICLES: Final = frozenset({"in", "at", "to", "for", "of", "on", "by", "with", "from", "as"})
@@ -135,7 +139,7 @@ def _labels(ontology: Ontology) -> dict[str, tuple[_Label, ...]]:
     for iri, info in ontology.relations.items():
         labels = []
         for label in (info.label, *info.alt_labels):
-            words = re.findall(r"[a-z]+", label.casefold())
+            words = _LETTERS.findall(label.casefold())
             content = frozenset(_stem(w) for w in words if w not in _FUNCTION_WORDS)
             if content:
                 labels.append(_Label(content, frozenset(w for w in words if w in _PARTICLES),
@@ -202,7 +206,7 @@ def asked_relations(question: str, ontology: Ontology) -> frozenset[str]:
     organization), and of those, the best named: the most label words, its particles too ("who does she work for?":
     ``worksFor``, not ``colleagueOf``'s "works with"), its tense ("lived in" is weaker in a question
     about the present)."""
-    raw = re.findall(r"[a-z]+", question.casefold())
+    raw = _LETTERS.findall(question.casefold())
     words = {_stem(w) for w in raw}
     # "her work", "a living room": nouns, not the verbs of "works for", "lives in"
     verbs = {_stem(w) for n, w in enumerate(raw) if n == 0 or raw[n - 1] not in _DETERMINERS}
@@ -230,7 +234,8 @@ RESTATED_GAP: Final = timedelta(days=1)
 loaded in one go states nothing "later"."""
 
 
-_NAME: Final = re.compile(r"\b[A-Z][\w'-]+")
+_NAME: Final = re.compile(r"\b[^\W\d_][\w'-]+")
+"""A word that may be a name: :func:`_named` keeps those with a capital ("Lucía", "Émile")."""
 _QUESTION_WORDS: Final = frozenset({"what", "where", "who", "whom", "which", "when", "how", "why", "is", "does",
                                     "do", "i", "my", "the", "a", "an", "can", "could", "would", "tell", "whose"})
 
@@ -282,7 +287,7 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
     kinds = _answer_classes(question, ontology)
     if kinds is None or _asked_kind(question) is not None or ontology.resolve_class("person") in kinds:
         return frozenset()
-    said = {w.casefold() for w in re.findall(r"[A-Za-z]+", _ANSWER_OPENING.sub(" ", question))
+    said = {w.casefold() for w in _LETTERS.findall(_ANSWER_OPENING.sub(" ", question))
             if not w[0].isupper() or w.casefold() in _QUESTION_WORDS}
     if said - _FUNCTION_WORDS - _QUESTION_WORDS - _NOW_WORDS:
         return frozenset()
@@ -315,7 +320,7 @@ def to_read(ranked: list[tuple[float, Any]], question: str, relations: frozenset
 
 def _named(question: str, records: list[MemoryRecord]) -> set[str]:
     """The people the question names (casefolded) whom ranked memories name or who said them."""
-    named = {n.casefold() for n in _NAME.findall(question)} - _QUESTION_WORDS
+    named = {n.casefold() for n in _NAME.findall(question) if n[0].isupper()} - _QUESTION_WORDS
     return {n for n in named if any(_by_or_naming(r, n) for r in records)}
 
 
@@ -375,12 +380,12 @@ def _anchor_time(question: str, records: list[MemoryRecord], dated: bool) -> dat
     found = _BEFORE.search(question)
     if found is None:
         return None
-    anchor = [w for w in re.findall(r"[a-z0-9]+", found["anchor"].casefold()) if w not in _ANCHOR_FILLER]
+    anchor = [w for w in _ALNUM.findall(found["anchor"].casefold()) if w not in _ANCHOR_FILLER]
     if not anchor:
         return None
     times = []
     for rec in records:
-        words = re.findall(r"[a-z0-9]+", rec.memory.casefold())
+        words = _ALNUM.findall(rec.memory.casefold())
         if all(any(_same_word(a, w) for w in words) for a in anchor) and (when := _said(rec, dated)) is not None:
             times.append(when)
     return min(times, default=None)
@@ -404,13 +409,17 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
         return False  # its words were read as a sibling relation ("back when I lived in Enugu": livedIn)
     words = _words(rec.memory)
     said = [iri for iri in relations if _says(words, iri, onto)
-            and (onto.relations[iri].kind != "object" or _NAMED.search(rec.memory) is not None)]
+            and (onto.relations[iri].kind != "object" or _names_something(rec.memory))]
     return bool(said) and not _someone_elses(rec.memory, said, onto)
 
 
-_NAMED: Final = re.compile(r"(?<![.!?:]\s)(?<!^)(?<!^\W)\b(?!I\b|I['’])[A-Z]")
-"""A capital inside a sentence: a name. "We moved last weekend" states no home (an object relation's
-value is a named thing), "We moved to Porto" does."""
+_WORD_INSIDE: Final = re.compile(r"(?<![.!?:]\s)(?<!^)(?<!^\W)\b(?!I\b|I['’])[^\W\d_]")
+
+
+def _names_something(text: str) -> bool:
+    """Whether a word inside a sentence has a capital: a name. "We moved last weekend" states no home
+    (an object relation's value is a named thing), "We moved to Porto" (or "to Évora") does."""
+    return any(m.group().isupper() for m in _WORD_INSIDE.finditer(text))
 
 
 def _rival(iri: str, relations: frozenset[str], onto: Ontology) -> bool:
@@ -423,7 +432,7 @@ def _rival(iri: str, relations: frozenset[str], onto: Ontology) -> bool:
                for asked in (onto.relations[r] for r in relations if r in onto.relations))
 
 
-_CLAUSE_TOKENS: Final = re.compile(r"[a-z'’]+|[.!?;:,]")
+_CLAUSE_TOKENS: Final = re.compile(r"(?:[^\W\d_]|['’])+|[.!?;:,]")
 _FIRST_PERSON: Final = frozenset({"i", "we", "i'm", "we're", "i've", "we've", "i'd", "we'd", "i'll", "we'll",
                                   "i’m", "we’re", "i’ve", "we’ve", "i’d", "we’d", "i’ll", "we’ll", "me", "us"})
 _OWNERS: Final = frozenset({"my", "our", "his", "her", "their", "your"})
