@@ -214,6 +214,11 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Tellex recruited me as bureau chief for Benin.",
      {("Tellex", "employs", "Ines"), ("Ines", "jobTitle", "bureau chief")}),
     ("Ines: Generali poached me.", {("Generali", "employs", "Ines")}),
+    ("Ines: Kaspi hired me as chief information security officer.",
+     {("Kaspi", "employs", "Ines"), ("Ines", "jobTitle", "chief information security officer")}),
+    ("Ines: I'm the head of security at Kaspi.",
+     {("Ines", "worksFor", "Kaspi"), ("Ines", "jobTitle", "head of security")}),
+    ("Ines: I'm the best cook in the family.", set()),
     ("Ines: I poached two eggs for breakfast.", set()),
     # where the speaker's home is, said by what is in it
     ("Ines: Our new flat in Kadikoy has a view of the ferries.", {("Ines", "livesIn", "Kadikoy")}),

@@ -74,20 +74,25 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
         while k + 2 < e and msg.lowers[k + 1] in ("now", "still", "currently", "also"):
             k += 1  # "I'm now support team lead"
-        article = msg.lowers[k + 1] in _ARTICLES or (offered and msg.lowers[k + 1] == "the")
+        # "I'm the head of security at Kaspi": the speaker's own title, when it is a job word
+        definite = msg.lowers[k + 1] == "the" and (offered or (
+            lo in _COPULA and k - 1 >= ctx.sent.start and msg.lowers[k - 1] == "i"))
+        article = msg.lowers[k + 1] in _ARTICLES or definite
         if not article and lo in ("'s", "’s"):
             continue  # "Maya's manager Tomás": a possessive, not "is"
         owned = named is not None and msg.lowers[k + 1] in ("the", "her", "his", "their", "my", "our")
         first = k + 2 if article or owned else k + 1  # "Dr. Okafor, her cardiologist at ..."
 
-        last = _title_end(ctx, first)
+        last = _title_end(res, ctx, first)
         if last is None:
             continue
         if offered and last - 1 > first and msg.lowers[last - 1] in _POSTS:
             last -= 1  # "a clinical fellow post"
         job_word = is_job_word(msg.lowers[last - 1], res)
-        if not job_word and not (article and lo != "as" and named is None):
+        if not job_word and (definite or not (article and lo != "as" and named is None)):
             continue
+        if definite and _ranked(ctx, first, last):
+            continue  # "I'm the best cook in the family"
         last = _of_field(ctx, last) if job_word else last  # "head of data", "director of engineering"
         if offered and last - 1 > first and msg.lowers[last - 1] in _POSTS:
             last -= 1  # "the head of geography job"
@@ -165,17 +170,28 @@ def _hirer(res: Resources, ctx: SentenceView, k: int, made: bool) -> tuple[str, 
     return (key, verb) if ent.type is None or res.lexicon.compatible(ent.type, works.range) else None
 
 
-def _title_end(ctx: SentenceView, first: int) -> int | None:
+def _ranked(ctx: SentenceView, first: int, last: int) -> bool:
+    """Whether a word of ``first:last`` ranks the speaker among others ("the best cook", "the only
+    nurse"): no title."""
+    doc = ctx.sent.msg.doc
+    return any(ctx.sent.msg.lowers[j] in ("only", "first", "last") or (doc is not None and doc[j].tag_ == "JJS")
+               for j in range(first, last))
+
+
+def _title_end(res: Resources, ctx: SentenceView, first: int) -> int | None:
     """The end of one to three title words from ``first``: lowercase, a job acronym ("PM"), or a short
-    all-capitals field before a lowercase word ("ML team lead", "HR manager")."""
+    all-capitals field before a lowercase word ("ML team lead", "HR manager"); four when the fourth is
+    a job word ("chief information security officer")."""
     msg, e = ctx.sent.msg, ctx.sent.end
     j = first
-    while j < e and j - first < 3:
+    while j < e and j - first < 4:
         lo = msg.lowers[j]
         word = lo.isalpha() and lo not in PREPOSITIONS and lo not in CONJUNCTIONS and lo not in STOP_WORDS
         if not word or (msg.caps[j] and lo not in JOB_ACRONYMS and not field_acronym(msg, j, e)):
             break
         j += 1
+    if j - first == 4 and not is_job_word(msg.lowers[j - 1], res):
+        j -= 1
     return j if j > first else None
 
 
