@@ -237,6 +237,8 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Tellex offered me the head of geography post. Accepted!",
      {("Ines", "worksFor", "Tellex"), ("Ines", "jobTitle", "head of geography")}),
     ("Ines: Tellex offered me a growth analyst job in Prague.", set()),
+    ("Ines: Career move: Tellex made me an offer I couldn't refuse.", {("Ines", "worksFor", "Tellex")}),
+    ("Ines: Tellex made me an offer.", set()),
     ("Ines: Tellex offered me a growth analyst job. We're moving in May!",
      {("Ines", "worksFor", "Tellex"), ("Ines", "jobTitle", "growth analyst")}),
     # travel to a place the recognizer knows: a trip, past or planned, not an event attended

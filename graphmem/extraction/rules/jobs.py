@@ -68,6 +68,12 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         promoted = promoted and not made
         # "I'll be a test automation engineer there from October": a job about to start
         coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
+        if k not in used and made and _an_offer_taken(ctx, k):  # "Duolingo made me an offer I couldn't refuse"
+            hirer = _hirer(res, ctx, k, made)
+            employed = make(res, ctx, ctx.speaker, works, hirer[0]) if hirer is not None else None
+            if employed is not None:
+                out.append(employed)
+            continue
         if k in used or not (named or lo in _COPULA or coming or lo == "as" or promoted or made):
             continue
         if promoted or made:
@@ -142,6 +148,17 @@ def _accepted(ctx: SentenceView, k: int) -> bool:
     lowers = ctx.sent.msg.lowers
     rest = [w for w in lowers[k + 1:] if w.isalpha()]
     return any(tuple(rest[n:n + len(words)]) == words for words in _ACCEPTED for n in range(len(rest)))
+
+
+def _an_offer_taken(ctx: SentenceView, k: int) -> bool:
+    """Whether "made me" at ``k`` goes on "(a better) offer" that the message takes ("... I couldn't
+    refuse", "... and I took it")."""
+    lowers, e = ctx.sent.msg.lowers, ctx.sent.end
+    at = next((j for j in range(k + 1, min(k + 4, e)) if lowers[j] == "offer"), None)
+    if at is None or lowers[k + 1] not in ("a", "an"):
+        return False
+    refused = any(lowers[j] == "refuse" and lowers[j - 1] in ("n't", "not", "never") for j in range(at + 1, e))
+    return refused or _accepted(ctx, at)
 
 
 def _own(ctx: SentenceView, k: int) -> bool:
