@@ -70,7 +70,8 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
         if k not in used and made and _an_offer_taken(ctx, k):  # "Duolingo made me an offer I couldn't refuse"
             hirer = _hirer(res, ctx, k, made)
-            employed = make(res, ctx, ctx.speaker, works, hirer[0]) if hirer is not None else None
+            speaker = ctx.speaker
+            employed = make(res, ctx, speaker, works, hirer[0]) if hirer is not None and speaker else None
             if employed is not None:
                 out.append(employed)
             continue
