@@ -86,6 +86,19 @@ def test_a_cached_ontology_judges_like_a_compiled_one(cache_dir: Path) -> None:
     assert not got.ok and got.accepted
 
 
+def test_the_rule_extractor_reads_a_cached_ontology_without_parsing_it(cache_dir: Path) -> None:
+    """The lexicon's labels, altLabels and hiddenLabels come from the compiled tables: the first add of
+    a process parses no Turtle for them (``bench/startup.py``)."""
+    from graphmem.extraction.rules.lexicon import OntologyLexicon
+    from graphmem.extraction.rules.resources import pipeline
+
+    Ontology.load()
+    cached = Ontology.load()
+    patterns = OntologyLexicon.build(cached, pipeline()).patterns
+    assert cached._graph is None
+    assert patterns == OntologyLexicon.build(Ontology.load(use_cache=False), pipeline()).patterns
+
+
 def test_imports_and_problems_come_back_from_the_cache(cache_dir: Path) -> None:
     ontology = CLINIC / "ontology" / "clinic.ttl"
     Ontology.load(ontology, CLINIC / "shapes")

@@ -87,6 +87,8 @@ class RelationInfo:
     """``object`` (entity to entity, a Neo4j relationship) or ``datatype`` (entity to literal)."""
     label: str
     alt_labels: tuple[str, ...]
+    hidden_labels: tuple[str, ...]
+    """``skos:hiddenLabel``: misspellings and jargon users write, matched by extraction, never shown as names."""
     definition: str | None
     domain: tuple[str, ...]
     """Most specific declared or inherited domains (OWL semantics: all of them apply)."""
@@ -568,6 +570,7 @@ class Ontology:
             self.relations[iri] = RelationInfo(
                 iri=iri, name=local_name(iri.rstrip("/#")), kind=kind, label=label or local_name(iri.rstrip("/#")),
                 alt_labels=tuple(dict.fromkeys([*more_labels, *_literals(g, node, SKOS.altLabel)])),
+                hidden_labels=tuple(_literals(g, node, SKOS.hiddenLabel)),
                 definition=_definition(g, node),
                 domain=self._most_specific({d for d in domain if not is_builtin(d)}),
                 range=tuple(sorted(r for r in rng if is_datatype_iri(r))) if kind == "datatype"

@@ -179,7 +179,7 @@ class OntologyLexicon:
         classes_by_name = {c.name for c in self.ontology.classes.values()}
         label_lowers, _ = toks(rel.label)
         seen: set[tuple[str, ...]] = set()
-        for surface in (rel.label, *rel.alt_labels, *_hidden_labels(self.ontology, rel.iri)):
+        for surface in (rel.label, *rel.alt_labels, *rel.hidden_labels):
             lowers, lemmas = toks(surface)
             if not lowers or lowers in seen:
                 continue
@@ -266,14 +266,6 @@ def _multi_noun(rel: RelationInfo, lowers: tuple[str, ...], lemmas: tuple[str, .
         and (lowers[0] == lemmas[0] or lemmas[0].isdigit()) and lowers[0] not in PREPOSITIONS \
         and lowers[0] not in DETERMINERS \
         and lemmas[0] not in ("be", "have", "do") and not any(x in ("is", "are") for x in lowers)
-
-
-def _hidden_labels(ontology: Ontology, iri: str) -> list[str]:
-    """``skos:hiddenLabel`` forms: misspellings and jargon users write, never shown, still matched."""
-    from rdflib import Literal, URIRef
-    from rdflib.namespace import SKOS
-
-    return sorted({str(o) for o in ontology.graph.objects(URIRef(iri), SKOS.hiddenLabel) if isinstance(o, Literal)})
 
 
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
