@@ -291,10 +291,11 @@ def timed_relations(question: str, ontology: Ontology) -> frozenset[str]:
             if not w[0].isupper() or w.casefold() in _QUESTION_WORDS}
     if said - _FUNCTION_WORDS - _QUESTION_WORDS - _NOW_WORDS:
         return frozenset()
-    return _with_plans(frozenset(iri for iri, info in ontology.relations.items() if timed(iri)
-                                 and _value_kind(info.range) is None
-                                 and any(ontology.is_subclass(r, k) for r in info.range for k in kinds)),
-                       question, ontology)
+    fitting = {iri for iri, info in ontology.relations.items() if timed(iri) and _value_kind(info.range) is None
+               and any(ontology.is_subclass(r, k) for r in info.range for k in kinds)}
+    # with their inverses, as a named relation has them ("Tabby hired me": employs, of worksFor)
+    fitting |= {inverse for iri in fitting if (inverse := ontology.relations[iri].inverse)}
+    return _with_plans(frozenset(fitting), question, ontology)
 
 
 def _with_plans(timed: frozenset[str], question: str, ontology: Ontology) -> frozenset[str]:
