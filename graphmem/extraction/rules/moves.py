@@ -21,6 +21,7 @@ from .arguments import (
     clause_start,
     make,
     parsed_subject,
+    restated,
     speaker_before,
     speaker_is_person,
     workplace,
@@ -160,6 +161,38 @@ def _bought(ctx: SentenceView, k: int) -> bool:
                                for j in range(verb + 1, k)):
         return False
     return (parsed_subject(ctx, verb) or _verb_first(ctx, verb)) == ctx.speaker
+
+
+def still_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
+    """The home or employer a person's turn says is unchanged, with no verb: "Still in Leeds", "Still at
+    Tabby, still leading mobile", "Still Helsinki, still Wolt". A place is the home, an organization the
+    employer (the recognizer decides for a name nothing typed)."""
+    lives, works = res.ontology.relation_info("livesIn"), workplace(res)
+    if not speaker_is_person(ctx) or ctx.speaker is None:
+        return []
+    msg, e = ctx.sent.msg, ctx.sent.end
+    out: list[ExtractedTriple] = []
+    for k in range(ctx.sent.start, e - 1):
+        if k in used or not restated(ctx, k):
+            continue
+        prep = msg.lowers[k + 1] if msg.lowers[k + 1] in ("in", "at", "with") else None
+        m = _after(ctx, k + 1, (prep,)) if prep else ctx.ment_start.get(k + 1)
+        if m is None:
+            continue
+        rel = lives if lives is not None and prep in (None, "in") and _a_place(res, ctx, m, lives) else \
+            works if works is not None and prep != "in" and _an_employer(res, ctx, m, works) else None
+        triple = make(res, ctx, ctx.speaker, rel, m.key) if rel is not None else None
+        if triple is not None:
+            out.append(triple)
+    return out
+
+
+def _an_employer(res: Resources, ctx: SentenceView, m: Mention, works: RelationInfo) -> bool:
+    """A mention typed as an organization, or untyped and not read as a place."""
+    ent = ctx.state.entities.get(m.key)
+    if ent is not None and ent.type is not None:
+        return res.lexicon.compatible(ent.type, works.range)
+    return m.end - m.start <= 4 and not res.named_place(ctx.sent.msg.doc, m.start, m.end)
 
 
 _TRAVEL: Final = frozenset({"go", "head", "fly", "travel", "drive"})

@@ -53,6 +53,7 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
             out += produced
     out += moves.change_triples(res, ctx, used)
     out += moves.home_triples(res, ctx, used)
+    out += moves.still_triples(res, ctx, used)
     out += moves.trip_triples(res, ctx, used)
     out += jobs.job_triples(res, ctx, used)
     out += copula.copula_triples(res, ctx, used)
