@@ -257,6 +257,9 @@ def test_being_in_a_city_is_living_there_only_when_said_so(extractor: RuleExtrac
     ("Ines: Still regional business manager, still loving Kerala.",
      {("Ines", "jobTitle", "regional business manager")}),
     ("Ines: Still no news from Tabby.", set()),
+    # a move to an organization is a job; a name's description is not its name
+    ("Ines: I've moved over to CEVA Logistics, the sister company, same title.",
+     {("Ines", "worksFor", "CEVA Logistics")}),
 ])
 def test_a_change_of_job_or_home_said_as_chat_says_it(extractor: RuleExtractor, text: str,
                                                       expected: set[tuple[str, str, str]]) -> None:

@@ -337,6 +337,14 @@ def test_label_words_without_a_name_state_no_home(mem: Memory, uid: str) -> None
 
 
 @pytest.mark.parametrize("infer", [True, False])
+def test_a_hedged_move_states_no_home(mem: Memory, uid: str, infer: bool) -> None:
+    """"We might move to Braga" has the words of a move and a name, said last, but states nothing."""
+    porto, _ = chat(mem, uid, ("2021-01-10T09:00:00Z", "We moved to Porto in the spring."),
+                    ("2023-02-01T09:00:00Z", "We might move to Braga next year for the schools."), infer=infer)
+    assert mem.search("Where does Maya live now?", user_id=uid)["results"][0]["id"] == porto
+
+
+@pytest.mark.parametrize("infer", [True, False])
 def test_names_in_any_alphabet(mem: Memory, uid: str, infer: bool) -> None:
     """"Lucía" is one word (split at "í", "luc a live" read "live" as a noun), and "Évora" is a name."""
     heredia, evora = (mem.add(text, user_id=uid, infer=infer, timestamp=when, speaker="Lucía")["results"][0]["id"]

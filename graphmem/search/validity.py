@@ -411,7 +411,7 @@ def _states(mid: str, rec: MemoryRecord, relations: frozenset[str], states: dict
     words = _words(rec.memory)
     said = [iri for iri in relations if _says(words, iri, onto)
             and (onto.relations[iri].kind != "object" or _names_something(rec.memory))]
-    return bool(said) and not _someone_elses(rec.memory, said, onto)
+    return bool(said) and not _unstated(rec.memory, said, onto)
 
 
 _WORD_INSIDE: Final = re.compile(r"(?<![.!?:]\s)(?<!^)(?<!^\W)\b(?!I\b|I['’])[^\W\d_]")
@@ -441,10 +441,11 @@ _NOT_OWNERS: Final = frozenset({"it", "that", "there", "here", "what", "let", "w
 """Words whose "'s" is "is" or "us" ("it's", "let's"), not a possessive."""
 
 
-def _someone_elses(text: str, relations: list[str], onto: Ontology) -> bool:
-    """Whether the clause of the first label word of ``relations`` has a subject that is someone the
-    speaker names by a relation to them and not the speaker ("My cousin just moved to Dunedin", "my
-    sister's husband moved to Turku"): what the reader leaves unread, as it names no one."""
+def _unstated(text: str, relations: list[str], onto: Ontology) -> bool:
+    """Whether the clause of the first label word of ``relations`` states nothing of the speaker's:
+    its subject is someone the speaker names by a relation to them ("My cousin just moved to Dunedin",
+    "my sister's husband moved to Turku"), or it is hedged ("We might move to Aix next year", "maybe
+    we'll move"): what the reader leaves unread, as it names no one or states nothing."""
     tokens = _CLAUSE_TOKENS.findall(text.casefold())
     content = {w for iri in relations for label in _labels(onto).get(iri, ()) for w in label.content}
     at = next((n for n, t in enumerate(tokens) if _stem(t) in content), None)
@@ -454,9 +455,16 @@ def _someone_elses(text: str, relations: list[str], onto: Ontology) -> bool:
     while start > 0 and tokens[start - 1] not in ".!?;:,":
         start -= 1
     before = tokens[start:at]
+    if any(t in _HEDGES for t in before):
+        return True
     if any(t in _FIRST_PERSON for t in before):
         return False
     return any(t in _OWNERS or (t.endswith(("'s", "’s")) and t[:-2] not in _NOT_OWNERS) for t in before)
+
+
+_HEDGES: Final = frozenset({"might", "may", "could", "maybe", "perhaps", "possibly", "if", "considering",
+                            "thinking", "should", "would"})
+"""Words before a label's in its clause that make it no statement ("we might move", "thinking of moving")."""
 
 
 def by_time(ranked: list[tuple[float, Any]], question: str, relations: frozenset[str],

@@ -270,10 +270,13 @@ def _entity_at(ctx: SentenceView, tok: Token) -> str | None:
         return ctx.speaker
     if low in ("he", "she"):
         return ctx.state.recent_person
+    own = _mention_key(ctx, tok)
+    if own is not None and not _plain_noun(ctx, tok):
+        return own  # a name before its description ("CEVA Logistics, the sister company")
     for c in tok.children:
         if c.dep_ == "appos" and (key := _mention_key(ctx, c)) is not None:
             return key
-    return _mention_key(ctx, tok)
+    return own
 
 
 def _plain_noun(ctx: SentenceView, tok: Token) -> bool:

@@ -36,7 +36,7 @@ _START: Final = frozenset({"join", "start"})
 _OFFER: Final = frozenset({"offer", "job", "position", "role"})
 """Nouns of "accepted an offer from <Org>", "took a job with <Org>"."""
 _TAKE: Final = frozenset({"accept", "take", "get"})
-_VERBS: Final = _LEAVE | _START | _TAKE
+_VERBS: Final = _LEAVE | _START | _TAKE | {"move"}
 
 
 def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
@@ -70,6 +70,13 @@ def change_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
         elif lemma == "start":
             at = _after(ctx, k + 1, ("at", "with"))
             found = _pick(res, ctx, [(at, False)] if at is not None else [], None, works, quit=False)
+        elif lemma == "move":  # "I've moved over to CEVA Logistics": a job, when the name is an organization's
+            to = _after(ctx, k + 2 if msg.lowers[k + 1] == "over" else k + 1, ("to",))
+            ent = ctx.state.entities.get(to.key) if to is not None else None
+            company = works is not None and ent is not None and ent.type is not None \
+                and res.lexicon.compatible(ent.type, works.range) \
+                and not (lives is not None and res.lexicon.compatible(ent.type, lives.range))
+            found = [(works, to.key, False)] if company and works is not None and to is not None else []
         elif lemma == "join":
             joined = ctx.ment_start.get(k + 1) or _after(ctx, k + 1, ("the",))
             found = _pick(res, ctx, [(joined, False)] if joined is not None else [], None, works, quit=False)
