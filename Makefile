@@ -88,13 +88,13 @@ bench-async: venv  ## N concurrent add(infer=True) with a slow stand-in LLM: nat
 	bash tools/with-neo4j.sh $(BIN)/python bench/async_add.py $(ARGS)
 
 PEERS := .cache/bench-peers
-bench-peers:  ## mem0 2.2.1 with all its search signals (local Qdrant, offline) and graphmem side by side on the three files of ../shared/data, one after another (own virtualenv in .cache/bench-peers)
+bench-peers:  ## graphmem in its default configuration and mem0 2.2.1 (local Qdrant, offline) with and without its entity links side by side on the three files of ../shared/data, one after another (own virtualenv in .cache/bench-peers)
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q -e '.[local]' mem0ai==2.2.1
 	$(PEERS)/bin/python -m bench.peers_env  # what mem0's BM25 and entity boost load offline: fastembed, an en_core_web_sm shim
-	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/locomo-dev.json.gz --out $(CURDIR)/bench/results/peers_locomo.json $(ARGS)
-	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/musique-100.json.gz --no-add-variants --out $(CURDIR)/bench/results/peers_musique.json $(ARGS)
-	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/longmemeval-s-dev.json.gz --limit-collections 4 --no-add-variants --out $(CURDIR)/bench/results/peers_longmemeval.json $(ARGS)
+	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/locomo-dev.json.gz --threads 1 --no-add-variants --out $(CURDIR)/bench/results/peers_locomo.json $(ARGS)
+	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/longmemeval-s-dev.json.gz --limit-collections 12 --threads 1 --no-add-variants --out $(CURDIR)/bench/results/peers_longmemeval.json $(ARGS)
+	cd /tmp && $(CURDIR)/$(PEERS)/bin/python $(CURDIR)/bench/peers.py $(CURDIR)/../shared/data/musique-100.json.gz --threads 1 --no-add-variants --out $(CURDIR)/bench/results/peers_musique.json $(ARGS)
 
 bench-embedding:  ## all-MiniLM-L6-v2 per call: the default ONNX Runtime embedder against sentence-transformers encode and the packed PyTorch forward; virtualenv of bench-peers
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)

