@@ -103,6 +103,10 @@ _HOMES: Final = frozenset({"flat", "apartment", "house", "home", "place", "cotta
 """Nouns of "our flat in Kadikoy", "three weeks into life in Trieste": where the speaker lives."""
 
 
+_OTHERS: Final = frozenset({"'s", "’s", "his", "her", "their", "your"})
+"""Owners before a home noun that make it someone else's ("my sister's flat", "their house")."""
+
+
 def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[ExtractedTriple]:
     """``livesIn`` of "my/our (new) flat in <Place>", "life in <Place>", "we bought a house in <Place>"
     and "we've been in <Place> for three weeks" in a person's turn ("my sister's flat in Rome" is hers;
@@ -117,8 +121,7 @@ def home_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Extr
             continue
         before = k - 2 if k - 2 >= s and msg.lowers[k - 1] == "new" else k - 1
         own = before >= s and msg.lowers[before] in ("my", "our")
-        life = msg.lowers[k] == "life" and (before < s or msg.lowers[before] not in
-                                            ("'s", "’s", "his", "her", "their", "your"))
+        life = msg.lowers[k] == "life" and (before < s or msg.lowers[before] not in _OTHERS)
         if not (own or life or _bought(ctx, k)):
             continue
         place = ctx.ment_start.get(k + 2)
@@ -164,8 +167,7 @@ def _bought(ctx: SentenceView, k: int) -> bool:
     subject the speaker (or none: chat drops the "I")."""
     msg = ctx.sent.msg
     verb = next((j for j in range(k - 1, max(ctx.sent.start, k - 4) - 1, -1) if msg.lemmas[j] in _BUY), None)
-    if verb is None or not all(msg.lowers[j] not in ("'s", "’s", "his", "her", "their", "your")
-                               for j in range(verb + 1, k)):
+    if verb is None or any(msg.lowers[j] in _OTHERS for j in range(verb + 1, k)):
         return False
     return (parsed_subject(ctx, verb) or _verb_first(ctx, verb)) == ctx.speaker
 
