@@ -1,10 +1,9 @@
 """Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
-        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,hybrid_rrf,no_graph,mem0] [--k 5,10] [--extract rules|none]
-        [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR] [--limit-collections N]
-        [--category NAME]
-        [--limit-queries N] [--out result.json]
+        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,hybrid_dbsf,hybrid_rrf,no_graph,mem0] [--k 5,10]
+        [--extract rules|none] [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR]
+        [--limit-collections N] [--category NAME] [--limit-queries N] [--out result.json]
 
 Each collection is ingested into its own scope (``user_id`` = collection id) through the public API,
 one ``add`` per doc (a message from its speaker at its own time, so event times stay right), keeping
@@ -13,7 +12,7 @@ rule-based extractor splits docs into sentence memories and writes entities and 
 ``--extract none`` stores each doc verbatim. Once every collection is in (BM25 statistics span the
 whole index, so a fresh run and one reusing ``--home`` rank alike), all modes query the same data:
 ``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
-``hybrid_minmax`` and ``hybrid_rrf`` the same fused by another rule (``search.fusion``),
+``hybrid_minmax``, ``hybrid_dbsf`` and ``hybrid_rrf`` the same fused by another rule (``search.fusion``),
 ``no_graph`` the default weights with the graph's at 0 (what hybrid costs and finds without its
 walk), ``graph`` the graph signal alone
 (``null`` while search returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``.
@@ -54,7 +53,7 @@ from graphmem.chunking import TokenCounter, token_counter
 from graphmem.config import SearchConfig
 from graphmem.models import Message
 
-ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "hybrid_rrf", "no_graph", "mem0")
+ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "hybrid_dbsf", "hybrid_rrf", "no_graph", "mem0")
 _DATE_CACHE: dict[str, datetime | None] = {}
 
 
@@ -82,6 +81,7 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
         "graph": {"weights": {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}},
         "hybrid": {},
         "hybrid_minmax": {"fusion": "minmax"},
+        "hybrid_dbsf": {"fusion": "dbsf"},
         "hybrid_rrf": {"fusion": "rrf"},
         "no_graph": {"weights": {**SearchConfig().weights, "graph": 0.0}},
     }.get(mode)
@@ -283,6 +283,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # whole index, so a fresh run and one reusing --home rank alike
         for coll in colls:
             doc_group = {d["id"]: d.get("group") for d in coll["docs"]}
+            # a question is asked at its own time, else after the whole conversation (LoCoMo's carry none)
+            ended = max((t for t in map(parse_time, (d.get("time") for d in coll["docs"])) if t), default=None)
             qs = [q for q in coll["queries"] if q.get("gold")]
             qs = qs[: args.limit_queries] if args.limit_queries else qs
             probe = "graph" in modes and "graph" not in unavailable and qs
@@ -290,6 +292,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 unavailable.add("graph")
             for q in qs:
                 queries += 1
+                asked = parse_time(q.get("time")) or ended
                 vector, ms = timed(embed_one, q["text"])
                 embed_ms.append(ms)
                 query_vectors[q["text"]] = vector  # search latency below excludes the query embedding
@@ -301,7 +304,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         results, ms = timed(mem0.search, q["text"], coll["id"], top)
                     else:
                         mem.config.search = search_config(mode, args.search)  # type: ignore[assignment]
-                        out, ms = timed(mem.search, q["text"], user_id=coll["id"], top_k=top)
+                        out, ms = timed(mem.search, q["text"], user_id=coll["id"], top_k=top, now=asked)
                         results = out["results"]
                     lat[mode].append(ms)
                     ranked = ranked_keys(results, doc_group, level)
@@ -314,7 +317,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         hits[mode][f"all@{k}"].append(r)
                         hits[mode][f"{q.get('category') or 'none'}@{k}"].append(r)
                     if budgets and tokens is not None and mode != "mem0":
-                        wide = mem.search(q["text"], user_id=coll["id"], top_k=args.budget_top)["results"]
+                        wide = mem.search(q["text"], user_id=coll["id"], top_k=args.budget_top, now=asked)["results"]
                         for budget in budgets:
                             fit = fitting(wide, budget, tokens)
                             r = len(gold & set(ranked_keys(fit, doc_group, level))) / len(gold)

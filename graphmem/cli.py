@@ -316,13 +316,15 @@ def search(
     as_of: Annotated[str | None, typer.Option(help="Rank what was known at this ISO time.")] = None,
     since: Annotated[str | None, typer.Option(help="Only memories at or after this ISO time.")] = None,
     until: Annotated[str | None, typer.Option(help="Only memories before this ISO time.")] = None,
+    now: Annotated[str | None, typer.Option(help="When QUERY is asked, if not now (ISO time): what "
+                                                 "'last week' or 'in June' in it mean.")] = None,
     config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Rank memories by relevance to QUERY (Memory.search)."""
     flt = _json_arg(filters, "--filters")
     with _memory(config) as m:
         result = _run(lambda: m.search(query, filters=flt, top_k=top_k, explain=explain, as_of=as_of, since=since,
-                                       until=until, **_scope(user_id, agent_id, run_id)))
+                                       until=until, now=now, **_scope(user_id, agent_id, run_id)))
     _emit(result, as_json or explain, _records_table(f"search: {query}", result["results"], score=True))
 
 

@@ -434,6 +434,10 @@ class SearchConfig(_Section):
     rrf_k: int = Field(60, ge=1, le=10_000)
     """``rrf``'s constant ``k``: a hit at rank ``r`` of a signal has share ``(k + 1) / (k + r)``, so a
     larger ``k`` flattens the difference between the first ranks."""
+    outside_asked_time: float = Field(0.5, ge=0.0, le=1.0)
+    """When the question names a time ("in May 2023", "two weeks ago", resolved against the time it is
+    asked), a memory neither dated nor said then keeps this share of its score (:mod:`graphmem.search.when`);
+    1 ignores the time named."""
     graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     decay: DecayConfig = Field(default_factory=DecayConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)

@@ -585,6 +585,7 @@ class Memory:
         until: datetime | str | None = None,
         vector: Sequence[float] | None = None,
         show_expired: bool = False,
+        now: datetime | str | None = None,
     ) -> Steps[dict[str, Any]]:
         """Rank the scope's memories by fused vector, full-text and graph relevance to ``query``.
 
@@ -597,6 +598,9 @@ class Memory:
         each result carries its per-signal scores and graph path, and the answer its round trips.
         ``vector``: the query's embedding by this store's embedder, when the caller already has it
         (an agent that embedded the message for something else): search then does not embed again.
+        ``now``: when the question is asked (default: the current time), what "two weeks ago" or "in
+        June" in it resolve against; memories neither dated nor said in a time the question names rank
+        lower (``search.outside_asked_time``).
 
         mem0's conventions work too: the scope inside ``filters`` (``filters={"user_id": "u1"}``),
         ``limit`` (mem0 1.x) for ``top_k``, and ``rerank``: ``None`` (default) reranks when a reranker
@@ -610,7 +614,7 @@ class Memory:
         limits = self.config.limits
         text = clean_text(query, what="query", max_chars=limits.max_memory_chars)
         times = {name: inputs.when(value, name) for name, value in (("as_of", as_of), ("since", since),
-                                                                    ("until", until))}
+                                                                    ("until", until), ("now", now))}
         if times["since"] and times["until"] and times["since"] >= times["until"]:
             raise InvalidInputError("since must be before until")
         req = SearchRequest(
@@ -621,7 +625,7 @@ class Memory:
             explain=inputs.flag(explain, "explain"), as_of=times["as_of"], since=times["since"],
             until=times["until"],
             vector=None if vector is None else inputs.query_vector(vector, self.embedder.dims, self.embedder.name),
-            show_expired=inputs.flag(show_expired, "show_expired"),
+            show_expired=inputs.flag(show_expired, "show_expired"), now=times["now"],
         )
         rerank = None if rerank is None else inputs.flag(rerank, "rerank")
         reranker = None if rerank is False else (yield Work(self._reranker))

@@ -58,6 +58,27 @@ def test_time_window_uses_event_time_else_created_at(mem: Memory, uid: str) -> N
         mem.search("skiing", user_id=uid, since="2024-04-01", until="2024-03-01")
 
 
+def test_a_time_the_question_names_lifts_what_happened_then(mem: Memory, uid: str) -> None:
+    said = {month: mem.add(f"We went hiking by the lake with the kids {words}", infer=False, user_id=uid,
+                           timestamp=f"2023-{month:02d}-12T10:00:00Z")["results"][0]["id"]
+            for month, words in ((3, "again"), (6, "and got lost"), (10, "one more time"))}
+    asked = "2023-11-20T09:00:00Z"
+
+    def top(question: str, **kw: Any) -> str:
+        return ids(mem.search(question, user_id=uid, now=asked, **kw))[0]
+
+    assert top("When did we go hiking by the lake in June?") == said[6]
+    assert top("Where did we go hiking in March 2023?") == said[3]
+    assert top("Did we go hiking last month?") == said[10]  # October, against the time asked
+    out = mem.search("When did we go hiking by the lake in June?", user_id=uid, now=asked, explain=True)
+    details = {r["id"]: r["score_details"] for r in out["results"]}
+    assert "outside_asked_time" not in details[said[6]]
+    assert details[said[3]]["outside_asked_time"] == mem.config.search.outside_asked_time
+    mem.config.search = SearchConfig(outside_asked_time=1.0)  # the time named is ignored: no memory moves
+    plain = mem.search("When did we go hiking by the lake in June?", user_id=uid, now=asked, explain=True)
+    assert all("outside_asked_time" not in r["score_details"] for r in plain["results"])
+
+
 def test_expired_memories_are_not_returned(mem: Memory, uid: str) -> None:
     added = datetime.now(UTC)
     gone = mem.add("The door code is 4812", infer=False, user_id=uid,

@@ -36,6 +36,7 @@ from .validity import (
     timed_relations,
     to_read,
 )
+from .when import asked_spans, in_span
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
@@ -154,7 +155,7 @@ def search_steps(
     reranked: dict[str, float] = {}
     if reranker is not None and ranking.items:
         reranked = yield from rerank(ranking, req.text, cfg.rerank.top_n, reranker)
-    return results(ranking.items, req, fusion, graph, truth, reranked, ontology, plan, sub)
+    return results(ranking, req, fusion, graph, truth, reranked, ontology, plan, sub, cfg)
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,10 @@ class Ranking:
         self.items: Ranked = []
         self._records, self._req, self._decay, self._uses = records, req, cfg.decay, pending_uses
         self._at = req.as_of or req.now or utcnow()
+        self._spans = asked_spans(req.text, req.now or req.as_of or utcnow()) if cfg.outside_asked_time < 1 else []
+        self._outside = cfg.outside_asked_time
+        self.outside: set[str] = set()
+        """Memories neither dated nor said in the time the question names (their factor holds it)."""
 
     def admit(self, mid: str, fused: float) -> float | None:
         """Ranks ``mid``; its decayed score, or ``None`` when it is left out."""
@@ -250,6 +255,9 @@ class Ranking:
             return None
         uses = 0 if self._uses is None or req.as_of is not None else rec.access_count + self._uses(mid)
         factor = decay_factor(rec, self._at, self._decay, uses)
+        if self._spans and not in_span(rec, self._spans):
+            factor *= self._outside
+            self.outside.add(mid)
         self.items.append((fused * factor, (mid, fused, rec, factor)))
         return fused * factor
 
@@ -340,19 +348,20 @@ def rerank(ranking: Ranking, text: str, top_n: int, reranker: Reranker) -> Steps
     return reranked
 
 
-def results(ranked: Ranked, req: SearchRequest, fusion: Fusion, graph: GraphResult, truth: CurrentTruth,
+def results(ranking: Ranking, req: SearchRequest, fusion: Fusion, graph: GraphResult, truth: CurrentTruth,
             reranked: dict[str, float], ontology: Callable[[], Ontology], plan: ReadPlan,
-            sub: Subgraph) -> dict[str, Any]:
+            sub: Subgraph, cfg: SearchConfig) -> dict[str, Any]:
     """The first ``req.k`` over the threshold, as records; with ``explain``, why each ranks where it does."""
     hits = []
-    for score, (mid, fused, rec, factor) in ranked:
+    for score, (mid, fused, rec, factor) in ranking.items:
         if req.threshold is not None and score < req.threshold:
             continue
         item = {**rec.public(), "score": score}
         if mid in truth.replaced:
             item.update(truth.replaced[mid].public(ontology()))
         if req.explain:
-            item["score_details"] = explain(mid, fused, factor, fusion, graph, truth, reranked, plan.past)
+            outside = cfg.outside_asked_time if mid in ranking.outside else None
+            item["score_details"] = explain(mid, fused, factor, fusion, graph, truth, reranked, plan.past, outside)
         hits.append(item)
         if len(hits) == req.k:
             break
@@ -366,9 +375,13 @@ def results(ranked: Ranked, req: SearchRequest, fusion: Fusion, graph: GraphResu
 
 
 def explain(mid: str, fused: float, factor: float, fusion: Fusion, graph: GraphResult, truth: CurrentTruth,
-            reranked: dict[str, float], past: bool) -> dict[str, Any]:
-    """One hit's score: each signal's share, the rule that fused them, and what moved it after."""
+            reranked: dict[str, float], past: bool, outside: float | None) -> dict[str, Any]:
+    """One hit's score: each signal's share, the rule that fused them, and what moved it after
+    (``outside``: the factor of a memory outside the time the question names)."""
     details: dict[str, Any] = {**fusion.details(mid), "fused": fused, "fusion": fusion.rule}
+    if outside is not None:
+        details["outside_asked_time"] = outside
+        factor = factor / outside if outside > 0 else 1.0
     if factor != 1.0:
         details["decay"] = factor
     if mid in truth.moved:

@@ -215,6 +215,8 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         as_of: Annotated[IsoTime, Field(description="Rank what was known at this time")] = None,
         since: Annotated[IsoTime, Field(description="Only memories at or after this time")] = None,
         until: Annotated[IsoTime, Field(description="Only memories before this time")] = None,
+        now: Annotated[IsoTime, Field(description="When the question is asked, if not now: what 'last week' "
+                                                  "or 'in June' in it mean")] = None,
         include_hash: IncludeHash = False,
         *, ctx: Context,
     ) -> Annotated[CallToolResult, SearchResponse]:
@@ -222,7 +224,7 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         each with its score."""
         def search(m: Memory, sc: ScopeArgs) -> dict[str, Any]:
             found = m.search(query, top_k=top_k, filters=filters, explain=explain, threshold=threshold,
-                             as_of=as_of, since=since, until=until, **sc)
+                             as_of=as_of, since=since, until=until, now=now, **sc)
             return {**found, "results": without_digests(found["results"], include_hash)}
 
         return answer(ctx, search)

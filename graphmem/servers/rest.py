@@ -235,7 +235,8 @@ def history(memory_id: str, who: Caller, m: Engine, user_id: UserQ = None, agent
 def search(req: s.SearchRequest, who: Caller, m: Engine) -> dict[str, Any]:
     scope = who.scope(req.user_id, req.agent_id, req.run_id)
     return m.search(req.query, filters=req.filters, top_k=req.top_k, threshold=req.threshold, explain=req.explain,
-                    as_of=req.as_of, since=req.since, until=req.until, vector=req.vector, **scope)
+                    as_of=req.as_of, since=req.since, until=req.until, vector=req.vector, now=req.now,
+                    **scope)
 
 
 # -- the graph ------------------------------------------------------------------------------------

@@ -204,6 +204,8 @@ class SearchRequest(Scoped):
     as_of: Iso | None = None
     since: Iso | None = None
     until: Iso | None = None
+    now: Iso | None = None
+    """When the question is asked (default: now): what "last week" or "in June" in it resolve against."""
     vector: list[float] | None = None
     """The query's embedding by the server's embedder, when the caller already has it."""
 
