@@ -1,7 +1,7 @@
 """Retrieval benchmark: recall@k of ``Memory.search`` per signal on the data of ``../shared/data``.
 
     python bench/retrieval.py FILE.json.gz [--backend embedded|neo4j] [--embedder hashing|default|minilm|NAME]
-        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,hybrid_dbsf,hybrid_rrf,no_graph,mem0] [--k 5,10]
+        [--modes vector,fulltext,graph,hybrid,hybrid_minmax,hybrid_rrf,no_graph,mem0] [--k 5,10]
         [--extract rules|none] [--speaker-prefix] [--granularity statement|sentence|message] [--home DIR]
         [--limit-collections N] [--category NAME] [--limit-queries N] [--out result.json]
 
@@ -12,12 +12,15 @@ rule-based extractor splits docs into sentence memories and writes entities and 
 ``--extract none`` stores each doc verbatim. Once every collection is in (BM25 statistics span the
 whole index, so a fresh run and one reusing ``--home`` rank alike), all modes query the same data:
 ``vector``/``fulltext`` are fusion weights with one signal at 0, ``hybrid`` the default weights,
-``hybrid_minmax``, ``hybrid_dbsf`` and ``hybrid_rrf`` the same fused by another rule (``search.fusion``),
+``hybrid_minmax`` and ``hybrid_rrf`` the same fused by another rule (``search.fusion``),
 ``no_graph`` the default weights with the graph's at 0 (what hybrid costs and finds without its
 walk), ``graph`` the graph signal alone
 (``null`` while search returns no graph scores), and ``mem0`` the baseline of ``mem0_baseline.py``.
 Retrieved memories are mapped to their doc (or its group when ``gold_level`` is ``group``), first
 occurrence wins, then cut at k: recall@k = |gold ∩ top-k| / |gold| averaged over queries, as the data README defines it.
+Each question is asked at its own ``time`` (``search(now=...)``: LongMemEval's), else just after its
+collection's last doc (LoCoMo's carry none and are asked about the whole conversation), which is what a
+time it names ("last week", "in June") resolves against.
 Latency is per search with the query embedding excluded (it is timed once per query, ``embed_ms``).
 Recall at a token budget (``--budgets``, 2k and 7k tokens of cl100k_base, or graphmem's conservative
 estimate when tiktoken cannot load it offline: ``config.token_counter`` says which; as the field publishes
@@ -53,7 +56,7 @@ from graphmem.chunking import TokenCounter, token_counter
 from graphmem.config import SearchConfig
 from graphmem.models import Message
 
-ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "hybrid_dbsf", "hybrid_rrf", "no_graph", "mem0")
+ALL_MODES = ("vector", "fulltext", "graph", "hybrid", "hybrid_minmax", "hybrid_rrf", "no_graph", "mem0")
 _DATE_CACHE: dict[str, datetime | None] = {}
 
 
@@ -81,7 +84,6 @@ def search_config(mode: str, overrides: dict[str, Any] | None = None) -> SearchC
         "graph": {"weights": {"vector": 0.0, "fulltext": 0.0, "graph": 1.0}},
         "hybrid": {},
         "hybrid_minmax": {"fusion": "minmax"},
-        "hybrid_dbsf": {"fusion": "dbsf"},
         "hybrid_rrf": {"fusion": "rrf"},
         "no_graph": {"weights": {**SearchConfig().weights, "graph": 0.0}},
     }.get(mode)

@@ -70,6 +70,9 @@ def test_cli_mirrors_the_api(tmp_path: Path) -> None:
     mid = added["results"][0]["id"]
     found = json.loads(cli(tmp_path, "search", "cello", "-u", "ann", "--json").stdout)
     assert found["results"][0]["id"] == mid
+    then = json.loads(cli(tmp_path, "search", "cello in May 2001", "-u", "ann", "--now", "2001-06-01",
+                          "--explain").stdout)  # said long after May 2001: lowered
+    assert then["results"][0]["score_details"]["outside_asked_time"] == 0.5
     listed = json.loads(cli(tmp_path, "list", "-u", "ann", "--json", "--filters", '{"k": {"gte": 1}}').stdout)
     assert [r["id"] for r in listed["results"]] == [mid]
     cli(tmp_path, "update", mid[:8], "I play the viola on Sundays", "-u", "ann")  # the short id a table shows

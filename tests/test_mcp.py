@@ -128,6 +128,9 @@ def test_every_tool_over_stdio(backend: str, tmp_path: Path, uid: str) -> None:
             assert {"vector", "fulltext"} <= found["results"][0]["score_details"].keys()
             plain = await call(c, "search_memories", query="Beijing")
             assert "score_details" not in plain["results"][0]
+            later = await call(c, "search_memories", query="where did Wei live in May? Beijing", explain=True,
+                               now="2024-06-10")  # May 2024: the memory of May 2023 is lowered
+            assert later["results"][0]["score_details"]["outside_asked_time"] == 0.5
 
             got = await call(c, "get_memory", memory_id=mid)
             assert got["memory"] == "I live in Beijing" and got["metadata"] == {"source": "chat"}

@@ -113,6 +113,9 @@ def test_every_memory_operation_over_http(api: Api) -> None:
     found = a.post("/v1/search", json={"query": "peanuts allergy", "explain": True}).json()
     assert found["results"][0]["id"] == mid and "vector" in found["results"][0]["score_details"]
     assert found["round_trips"] >= 1
+    then = a.post("/v1/search", json={"query": "my peanuts allergy in June", "explain": True,
+                                      "now": "2020-07-01T00:00:00Z"}).json()  # June 2020: said later, lowered
+    assert then["results"][0]["score_details"]["outside_asked_time"] == 0.5
     listed = a.get("/v1/memories", params={"filters": json.dumps({"source": "chat"})}).json()
     assert [r["id"] for r in listed["results"]] == [mid] and listed["next_cursor"] is None
 

@@ -52,20 +52,6 @@ def minmax(signal: str, hits: Hits, cfg: SearchConfig) -> dict[str, float]:
     return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in hits}
 
 
-def dbsf(signal: str, hits: Hits, cfg: SearchConfig) -> dict[str, float]:
-    """Distribution-based: each signal's scores placed in [mean - 3 sd, mean + 3 sd] of its candidates,
-    so an outlier stands out and a crowd of near-equal scores does not."""
-    if not hits:
-        return {}
-    scores = [s for _, s in hits]
-    mean = sum(scores) / len(scores)
-    sd = (sum((s - mean) ** 2 for s in scores) / len(scores)) ** 0.5
-    if sd == 0:
-        return {i: 1.0 for i, _ in hits}
-    lo = mean - 3 * sd
-    return {i: max(0.0, min(1.0, (s - lo) / (6 * sd))) for i, s in hits}
-
-
 def rrf(signal: str, hits: Hits, cfg: SearchConfig) -> dict[str, float]:
     """Ranks only: no signal's scale can dominate, at the price of how far apart the scores are."""
     k = cfg.rrf_k
@@ -74,7 +60,7 @@ def rrf(signal: str, hits: Hits, cfg: SearchConfig) -> dict[str, float]:
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """The form ``search.fusion`` accepts on load."""
-_RULES: dict[str, FusionRule] = {"weighted": weighted, "minmax": minmax, "dbsf": dbsf, "rrf": rrf}
+_RULES: dict[str, FusionRule] = {"weighted": weighted, "minmax": minmax, "rrf": rrf}
 
 
 def register(name: str, rule: FusionRule, *, replace: bool = False) -> None:
