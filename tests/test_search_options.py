@@ -79,6 +79,24 @@ def test_a_time_the_question_names_lifts_what_happened_then(mem: Memory, uid: st
     assert all("outside_asked_time" not in r["score_details"] for r in plain["results"])
 
 
+@pytest.mark.parametrize(("question", "spans"), [
+    ("Where did I go in March?", [("2023-03-01", "2023-04-15")]),
+    ("What did I buy two weeks ago?", [("2023-05-14", "2023-06-04")]),
+    ("Who won on 3 May, 2023?", [("2023-04-26", "2023-05-06")]),
+    ("What did I do last year?", [("2022-01-01", "2023-02-01")]),
+    ("Can you recommend a film for tonight?", []),  # from today on: nothing said before is lowered
+    ("What is planned next month?", []),
+    ("What time did I reach the clinic on Monday?", []),  # which Monday?
+    ("What did I do two weeks before the wedding?", []),  # counted from the wedding, not from now
+    ("Who is Caroline?", []),
+])
+def test_the_spans_a_question_names(question: str, spans: list[tuple[str, str]]) -> None:
+    from graphmem.search.when import asked_spans
+
+    got = asked_spans(question, datetime(2023, 5, 28, 12, tzinfo=UTC))
+    assert [(s.start.date().isoformat(), s.end.date().isoformat()) for s in got] == spans
+
+
 def test_expired_memories_are_not_returned(mem: Memory, uid: str) -> None:
     added = datetime.now(UTC)
     gone = mem.add("The door code is 4812", infer=False, user_id=uid,

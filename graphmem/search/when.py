@@ -29,6 +29,11 @@ _TIME_WORDS: Final = re.compile(
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     r"spring|summer|autumn|fall|winter)\b", re.IGNORECASE)
 """A question without one of these names no time: the resolver (dateparser) is not even imported."""
+_UNANCHORED: Final = re.compile(
+    r"(?:on )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|.+ (?:before|later|earlier)",
+    re.IGNORECASE)
+"""Phrases a question does not date from its own time: a bare weekday names a kind of day ("the Sunday
+mass", "on Monday": which one?), and "two weeks before" counts from something else it names."""
 _BEFORE: Final = {"day": 7, "week": 0, "month": 0, "year": 0}
 _AFTER: Final = {"day": 2, "week": 14, "month": 14, "year": 31}
 
@@ -46,13 +51,17 @@ class Span:
 
 
 def asked_spans(question: str, now: datetime) -> list[Span]:
-    """The spans of time ``question`` names, resolved against ``now`` (when it is asked)."""
+    """The spans of the past ``question`` names, resolved against ``now`` (when it is asked). A time
+    from today on ("tonight", "next month") names no span: what to watch tonight is answered by what
+    was said before, so nothing is lowered for having been said then."""
     if _TIME_WORDS.search(question) is None:
         return []
     from ..extraction.rules.dates import find_times
 
     out = []
     for found in find_times(question, now):
+        if _UNANCHORED.fullmatch(found.text) or found.value >= now.date():
+            continue
         first = found.value
         if found.precision == "month":
             first = first.replace(day=1)
