@@ -1,4 +1,4 @@
-"""The time a question names, and how far a memory lies from it.
+"""The time a question names, and whether a memory lies in it.
 
 "What did Maria donate in December 2023?", "Where was Tim the week before 16 November 2023?", "What
 did I buy two weeks ago?": the words name the thing, the date names *when*, and a memory said or
