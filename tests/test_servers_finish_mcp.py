@@ -95,10 +95,10 @@ def test_answers_leave_out_digests_unless_asked(backend: str, tmp_path: Path, ui
 REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("search_memories", {"query": "x", "foo": 1},
      "search_memories: unknown argument 'foo'; expected query, top_k, filters, explain, threshold, as_of, since, "
-     "until, include_hash."),
+     "until, now, include_hash."),
     ("search_memories", {"query": "x", "user_id": "someone-else"},
      "search_memories: unknown argument 'user_id'; expected query, top_k, filters, explain, threshold, as_of, "
-     "since, until, include_hash."),
+     "since, until, now, include_hash."),
     ("search_memories", {"query": "x", "top_k": 0},
      "search_memories: top_k should be greater than or equal to 1, got 0."),
     ("search_memories", {"query": 5}, "search_memories: query should be a valid string, got 5."),
