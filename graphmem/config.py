@@ -438,6 +438,10 @@ class SearchConfig(_Section):
     """When the question names a time ("in May 2023", "two weeks ago", resolved against the time it is
     asked), a memory neither dated nor said then keeps this share of its score (:mod:`graphmem.search.when`);
     1 ignores the time named."""
+    reply_share: float = Field(0.75, ge=0.0, le=1.0)
+    """Each of the best three hits that asks a question passes this share of its score to the memory
+    stored right after it in its scope (``follows``: in a conversation, the answer); 0 turns the reply
+    link off."""
     graph: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     decay: DecayConfig = Field(default_factory=DecayConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)

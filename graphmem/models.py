@@ -217,6 +217,9 @@ class MemoryRecord(BaseModel):
     access_count: int = 0
     """How often search has returned it (recorded when decay uses access, see ``search.decay.access``)."""
     last_accessed_at: datetime | None = None
+    follows: str | None = None
+    """The memory stored just before this one in its exact scope (the turn it answers, in a
+    conversation), decided by the store inside the write; ``None`` for a scope's first."""
 
     @property
     def scope(self) -> Scope:

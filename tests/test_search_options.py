@@ -79,6 +79,25 @@ def test_a_time_the_question_names_lifts_what_happened_then(mem: Memory, uid: st
     assert all("outside_asked_time" not in r["score_details"] for r in plain["results"])
 
 
+def test_the_answer_after_a_question_that_matched_is_lifted(mem: Memory, uid: str) -> None:
+    """A hit that asks passes a share of its score to the memory said after it; a statement does not."""
+    turns = ["Nate: That road trip sounds great! Where did you go?", "Joanna: Woodhaven, up the coast.",
+             "Nate: Road trips with friends are great fun.", "Joanna: I adore long drives at night.",
+             "Nate: My turtles ate lettuce today."]
+    said = [mem.add([{"role": "user", "content": t}], infer=False, user_id=uid)["results"][0]["id"] for t in turns]
+    question = "Where did Joanna go on her road trip?"
+    out = mem.search(question, user_id=uid, top_k=5, explain=True)["results"]
+    order = [r["id"] for r in out]
+    assert set(order[:2]) == {said[0], said[1]}, [r["memory"] for r in out]
+    details = {r["id"]: r["score_details"] for r in out}
+    assert details[said[1]]["reply"]["follows"] == said[0]
+    assert "reply" not in details.get(said[3], {})  # it follows a statement, not a question
+    mem.config.search = SearchConfig(reply_share=0.0)
+    off = mem.search(question, user_id=uid, top_k=5, explain=True)["results"]
+    assert all("reply" not in r["score_details"] for r in off)
+    assert [r["id"] for r in off].index(said[1]) > 1
+
+
 @pytest.mark.parametrize(("question", "spans"), [
     ("Where did I go in March?", [("2023-03-01", "2023-04-15")]),
     ("What did I buy two weeks ago?", [("2023-05-14", "2023-06-04")]),

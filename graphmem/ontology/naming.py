@@ -14,7 +14,8 @@ import unicodedata
 from typing import Final
 
 SAFE_NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-RESERVED_LABELS: Final = frozenset({"Memory", "Entity", "HistoryEvent", "GraphmemMeta", "Quarantine", "Value"})
+RESERVED_LABELS: Final = frozenset(
+    {"Memory", "Entity", "HistoryEvent", "GraphmemMeta", "GraphmemThread", "Quarantine", "Value"})
 """Labels graphmem writes its own nodes under; an ontology class with one of these names would mix
 entity nodes with engine nodes."""
 RESERVED_TYPES: Final = frozenset({"MENTIONS"})

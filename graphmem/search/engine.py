@@ -5,7 +5,8 @@ on SQLite one read transaction) with the vector and full-text candidates and the
 neighbourhood; everything after that is arithmetic here, shared by all backends, which is why they
 rank alike. The current truth first (:mod:`.validity`) needs the ranked memories' fact states
 (:meth:`~graphmem.stores.base.Store.fact_states`): Neo4j returns them with the records; other
-stores answer a second, small read.
+stores answer a second, small read. When a top hit asks a question, the memory that follows it
+(:meth:`~graphmem.stores.base.Store.followers`) is read too: its answer.
 """
 
 from __future__ import annotations
@@ -43,9 +44,18 @@ if TYPE_CHECKING:
     from ..extraction.rules import StatementReader
     from ..ontology import Ontology
     from ..pipeline.steps import Steps
-    from ..stores.base import Candidates, GraphQuery, Store, Subgraph, Vector
+    from ..stores.base import Candidates, GraphQuery, Records, Store, Subgraph, Vector
     from .rerank import Reranker
 
+
+REPLY_FROM = 3
+"""The best hits that, when they ask a question, pass a share of their score to the memory that follows
+them (``search.reply_share``)."""
+
+
+def asks(text: str) -> bool:
+    """Whether a memory asks something: its answer, if stored, is the memory that follows it."""
+    return "?" in text or "\uff1f" in text
 
 _TEXT_ONLY = SearchConfig(weights={**SearchConfig().weights, "graph": 0.0})
 """Seeds a graph-only search: the default text weights, so it walks from the seeds hybrid search would."""
@@ -132,7 +142,8 @@ def search_steps(
     label words alone tell.
 
     The stages, in order: plan the read, read, the text signals, the graph signal, fusion and decay,
-    the current truth, the reranker, the results."""
+    the answers after the best hits that ask (a read of their followers), the current truth, the
+    reranker, the results."""
     from ..pipeline.steps import Call, Embed
 
     fusion_rule(cfg.fusion)  # an unknown rule fails before any work
@@ -148,10 +159,15 @@ def search_steps(
     ranking = Ranking(records, req, cfg, pending_uses)
     ranking.best(fusion, needed=2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k))
     timed, about = ranking.add_statements(fusion, sub, plan.timed, ontology)
+    asking = ranking.asking() if cfg.reply_share > 0 else {}
+    if asking:
+        ranking.add_replies((yield Call("followers", (req.scope, list(asking), plan.flt))), asking, fusion,
+                            cfg.reply_share)
     truth = CurrentTruth(round_trips=cands.round_trips)
     if ranking.items:
         truth = yield from current_truth(ranking.items, req, cands, sub, plan, timed, about, graph, ontology,
                                          reader)
+    truth.round_trips += bool(asking)
     reranked: dict[str, float] = {}
     if reranker is not None and ranking.items:
         reranked = yield from rerank(ranking, req.text, cfg.rerank.top_n, reranker)
@@ -245,6 +261,8 @@ class Ranking:
         self._outside = cfg.outside_asked_time
         self.outside: set[str] = set()
         """Memories neither dated nor said in the time the question names (their factor holds it)."""
+        self.replies: dict[str, tuple[str, float]] = {}
+        """Memories lifted by the hit they follow: (that hit's id, the score it passed on)."""
 
     def admit(self, mid: str, fused: float) -> float | None:
         """Ranks ``mid``; its decayed score, or ``None`` when it is left out."""
@@ -294,6 +312,34 @@ class Ranking:
                 self.admit(mid, fused_of.get(mid, 0.0))
         self.items.sort(key=lambda item: (-item[0], item[1][0]))
         return timed, about
+
+
+    def asking(self) -> dict[str, float]:
+        """The best ``REPLY_FROM`` hits that ask a question, with their scores."""
+        return {item[0]: score for score, item in self.items[:REPLY_FROM] if asks(item[2].memory)}
+
+    def add_replies(self, found: Records, head: dict[str, float], fusion: Fusion, share: float) -> None:
+        """Adds to each memory in ``found`` ``share`` of the score of the ``head`` hit it follows, the
+        question it answers (admitted first if it was not ranked), then sorts again."""
+        if not found:
+            return
+        self._records.maps.append(found)
+        at = {item[0]: pos for pos, (_, item) in enumerate(self.items)}
+        fused_of: dict[str, float] | None = None
+        for mid in sorted(found):
+            rec = self._records[mid]
+            if rec.follows not in head:
+                continue
+            if mid not in at:
+                fused_of = dict(fusion.ranked()) if fused_of is None else fused_of
+                if self.admit(mid, fused_of.get(mid, 0.0)) is None:
+                    continue
+                at[mid] = len(self.items) - 1
+            bonus = share * head[rec.follows]
+            score, item = self.items[at[mid]]
+            self.items[at[mid]] = (score + bonus, item)
+            self.replies[mid] = (rec.follows, bonus)
+        self.items.sort(key=lambda item: (-item[0], item[1][0]))
 
 
 @dataclass
@@ -362,6 +408,9 @@ def results(ranking: Ranking, req: SearchRequest, fusion: Fusion, graph: GraphRe
         if req.explain:
             outside = cfg.outside_asked_time if mid in ranking.outside else None
             item["score_details"] = explain(mid, fused, factor, fusion, graph, truth, reranked, plan.past, outside)
+            if mid in ranking.replies:
+                follows, bonus = ranking.replies[mid]
+                item["score_details"]["reply"] = {"follows": follows, "added": bonus}
         hits.append(item)
         if len(hits) == req.k:
             break

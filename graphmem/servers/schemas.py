@@ -145,6 +145,8 @@ class MemoryOut(_Response):
     expires_at: Timestamp | None = None
     access_count: int = 0
     last_accessed_at: Timestamp | None = None
+    follows: str | None = None
+    """The memory stored just before this one in its scope."""
 
 
 class MemoryPage(_Response):

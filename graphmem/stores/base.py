@@ -44,11 +44,14 @@ from .records import Vector as Vector
 from .records import WriteResult as WriteResult
 from .records import entity_state as entity_state
 from .records import merge_patch as merge_patch
+from .records import new_tails as new_tails
 from .records import patched_metadata as patched_metadata
 from .records import seed_ids as seed_ids
 from .records import stale_entities as stale_entities
 from .records import stale_memories as stale_memories
 from .records import successor_order as successor_order
+from .records import thread_key as thread_key
+from .records import threaded as threaded
 
 
 class Store(ABC):
@@ -185,7 +188,12 @@ class Store(ABC):
     # -- the knowledge graph ----------------------------------------------------------------------
     @abstractmethod
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
-        """Apply a whole logical write atomically. ``scope`` is the exact scope of everything new."""
+        """Apply a whole logical write atomically. ``scope`` is the exact scope of everything new.
+
+        Each new memory records in ``follows`` the memory written just before it in its exact
+        scope (the previous one of this write, else the scope's last), decided inside the
+        transaction so that concurrent writers to one scope each follow what committed before
+        them (:func:`~graphmem.stores.records.threaded`)."""
 
     @abstractmethod
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:
@@ -260,6 +268,12 @@ class Store(ABC):
     ) -> tuple[Records, dict[str, float]]:
         """The memories among ``ids`` that are in scope and pass ``flt``, and the cosine of each to
         ``vector`` (empty without one)."""
+
+    def followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Records:
+        """The memories in scope that pass ``flt`` and follow one of ``ids`` (``MemoryRecord.follows``):
+        the replies search lifts after a hit. This default finds none (a store that keeps no
+        order ranks without the reply link)."""
+        return Records()
 
     def search(
         self, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int,

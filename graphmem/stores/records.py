@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidInputError
-from ..models import Entity, HistoryEvent, Keep, MemoryRecord, QuarantineEntry, Relation, iso
+from ..models import Entity, HistoryEvent, Keep, MemoryRecord, QuarantineEntry, Relation, Scope, iso
 
 Vector = npt.NDArray[np.float32]
 
@@ -190,6 +190,27 @@ class NewMemory:
     record: MemoryRecord
     vector: Vector
     """L2-normalized float32 embedding of ``record.memory``."""
+
+
+def thread_key(scope: Scope) -> str:
+    """The key of an exact scope's thread (scope ids hold no control characters)."""
+    return "\x1f".join(v or "" for v in (scope.user_id, scope.agent_id, scope.run_id))
+
+
+def threaded(memories: Iterable[NewMemory], tails: Mapping[Scope, str | None]) -> list[NewMemory]:
+    """``memories`` in write order, each following the one before it in its scope, a scope's first
+    following ``tails[scope]`` (the last memory written there before)."""
+    last, out = dict(tails), []
+    for m in memories:
+        scope = m.record.scope
+        out.append(NewMemory(m.record.model_copy(update={"follows": last.get(scope)}), m.vector))
+        last[scope] = m.record.id
+    return out
+
+
+def new_tails(memories: Iterable[NewMemory]) -> dict[Scope, str]:
+    """Each scope's last memory of a write: its thread's tail once the write commits."""
+    return {m.record.scope: m.record.id for m in memories}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from .fixtures import mem, uid
 __all__ = [
     "mem", "test_add_get_update_delete_roundtrip", "test_bad_input_is_refused_and_nothing_written",
     "test_concurrent_writers_lose_nothing", "test_crowded_index_still_finds_the_scopes_matches",
-    "test_cypher_is_read_only_or_refused", "test_every_call_needs_a_scope", "test_exact_duplicate_is_not_stored_twice",
+    "test_cypher_is_read_only_or_refused", "test_each_memory_follows_the_one_written_before_it_in_its_scope",
+    "test_every_call_needs_a_scope", "test_exact_duplicate_is_not_stored_twice",
     "test_failed_batch_writes_nothing", "test_filters_agree_with_reference_semantics",
     "test_history_outlives_delete_and_is_scoped", "test_ids_with_prefix_stay_in_scope",
     "test_nearest_finds_each_rows_closest_memory_in_scope", "test_optimize_keeps_data_and_ranking",
@@ -336,6 +337,9 @@ def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
         th.join()
     assert errors == []
     assert mem.store.count(Scope(user_id=uid)) == 90
+    # one thread of 90: each memory follows another, none is followed twice (decided under the write lock)
+    follows = [r.get("follows") for r in mem.get_all(user_id=uid, limit=100)["results"]]
+    assert follows.count(None) == 1 and len(set(follows)) == 90
 
     target = mem.add("shared counter memory", infer=False, user_id=uid)["results"][0]["id"]
 
@@ -354,6 +358,34 @@ def test_concurrent_writers_lose_nothing(mem: Memory, uid: str) -> None:
     assert errors == []
     assert len(mem.get(target, user_id=uid)["metadata"]) == 48
     assert [h["event"] for h in mem.history(target, user_id=uid)].count("UPDATE") == 48
+
+
+def test_each_memory_follows_the_one_written_before_it_in_its_scope(mem: Memory, uid: str) -> None:
+    """``follows``: within one add, across adds, per exact scope; the store's ``followers`` reads it
+    back, search lifts the memory after a hit, and a deleted scope starts a new thread."""
+    def add(*texts: str, run_id: str | None = None) -> list[str]:
+        out = mem.add([{"role": "user", "content": t} for t in texts], infer=False, user_id=uid, run_id=run_id)
+        return [r["id"] for r in out["results"]]
+
+    (a,) = add("Which trail did you take on Saturday?")
+    (other,) = add("a memory of another run", run_id="r2")
+    (b,) = add("The Ridge Loop, about twelve kilometres.")
+    c, d = add("We saw two eagles.", "And a fox near the lake.")
+    got = {i: mem.get(i, user_id=uid).get("follows") for i in (a, other, b, c, d)}
+    assert got == {a: None, other: None, b: a, c: b, d: c}
+    found = mem.store.followers(Scope(user_id=uid), [a, c, "no-such-id"], None)
+    assert sorted(found) == sorted([b, d]) and found[b].follows == a
+    assert list(mem.store.followers(Scope(user_id=uid + "-other"), [a], None)) == []
+    assert list(mem.store.followers(Scope(user_id=uid), [a], parse({"run_id": "r2"}))) == []
+
+    hit = mem.search("Which trail did you take on Saturday?", user_id=uid, top_k=5, explain=True)["results"]
+    assert hit[0]["id"] == a
+    reply = next(h for h in hit if h["id"] == b)
+    assert reply["score_details"]["reply"]["follows"] == a and reply["score_details"]["reply"]["added"] > 0
+
+    mem.delete_all(user_id=uid)
+    (e,) = add("A new start.")
+    assert mem.get(e, user_id=uid).get("follows") is None
 
 
 def test_search_sees_updates_and_deletes(mem: Memory, uid: str) -> None:

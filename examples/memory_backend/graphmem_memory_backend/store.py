@@ -61,9 +61,11 @@ from graphmem.stores.base import (
     StoreInfo,
     Vector,
     WriteResult,
+    new_tails,
     patched_metadata,
     stale_entities,
     stale_memories,
+    threaded,
 )
 from graphmem.stores.text import query_terms
 
@@ -124,10 +126,13 @@ class Tables:
     """(memory id, entity id)."""
     facts: dict[str, Relation] = field(default_factory=dict)
     quarantine: dict[str, QuarantineEntry] = field(default_factory=dict)
+    threads: dict[Scope, str] = field(default_factory=dict)
+    """Exact scope -> the memory written there last (what the next one follows)."""
 
     def copy(self) -> Tables:
         return Tables(dict(self.memories), dict(self.hashes), list(self.history), dict(self.entities),
-                      dict(self.names), set(self.mentions), dict(self.facts), dict(self.quarantine))
+                      dict(self.names), set(self.mentions), dict(self.facts), dict(self.quarantine),
+                      dict(self.threads))
 
 
 def _fields(record: MemoryRecord) -> dict[str, Any]:
@@ -193,11 +198,26 @@ class MemoryStore(Store):
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
         def apply(t: Tables) -> WriteResult:
             self._check(t, scope, change.expect)
-            self._insert(t, change.memories, change.events)
+            self._insert(t, threaded(change.memories, self._tails(t, change.memories)), change.events)
+            t.threads.update(new_tails(change.memories))
             return self._write_graph(t, change)
 
         result: WriteResult = self._commit(apply)
         return result
+
+    @staticmethod
+    def _tails(t: Tables, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
+        """Each scope's last memory; for a scope without a thread (restored), its newest memory none follows."""
+        out: dict[Scope, str | None] = {}
+        for scope in {m.record.scope for m in memories}:
+            if scope in t.threads:
+                out[scope] = t.threads[scope]
+                continue
+            mine = [m.record for m in t.memories.values() if m.record.scope == scope]
+            followed = {r.follows for r in mine}
+            heads = [r for r in mine if r.id not in followed]
+            out[scope] = max(heads, key=lambda r: (iso(r.created_at), r.id)).id if heads else None
+        return out
 
     def _check(self, t: Tables, scope: Scope, expect: Expectations) -> None:
         """Refuse a plan whose reads a concurrent write has changed since (the lock is held)."""
@@ -383,6 +403,8 @@ class MemoryStore(Store):
                 t.names.pop((scope_key(stored.entity), norm_name(stored.entity.name)), None)
             for qid in [i for i, q in t.quarantine.items() if in_scope(scope, q)]:
                 del t.quarantine[qid]
+            for key in [k for k in t.threads if in_scope(scope, k)]:
+                del t.threads[key]
             return len(ids)
 
         result: int = self._commit(apply)
@@ -489,6 +511,14 @@ class MemoryStore(Store):
             if stored is not None and in_scope(scope, stored.record) and _passes(flt, stored.record):
                 out[mid] = stored.record
         return out, ({} if vector is None else self._cosines(list(out), vector))
+
+    def followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Records:
+        wanted, out = set(ids), Records()
+        for mid, stored in self._tables.memories.items():
+            r = stored.record
+            if r.follows in wanted and in_scope(scope, r) and _passes(flt, r):
+                out[mid] = r
+        return out
 
     # -- graph reads ---------------------------------------------------------------------------------
     def find_entities(self, scope: Scope, keys: Sequence[str], *, exact: bool = True) -> dict[str, Entity]:

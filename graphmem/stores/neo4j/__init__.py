@@ -3,7 +3,7 @@
 Graph model (documented for analysts; these names are stable):
 
 ``(:Memory {id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata,
-created_at, updated_at, event_time, expires_at, closed_facts, embedding})``
+created_at, updated_at, event_time, expires_at, follows, closed_facts, embedding})``
     ``metadata`` is the whole metadata as a JSON string. Each top-level key whose value is a scalar
     (string, integer, float, boolean) or a list of scalars of one type is mirrored as the property
     ``md.<key>`` so Cypher can filter on it; any other non-null value (an object, a mixed list) is
@@ -19,6 +19,10 @@ role, created_at, details, seq})``
     ``details`` is a JSON string. History is not linked to the memory, so it outlives it.
 ``(:GraphmemMeta {key: 'schema', embedder, dims, schema_version})``
     Written by :meth:`Neo4jStore.open`, which refuses another embedder or size.
+``(:GraphmemThread {key, last, user_id, agent_id, run_id})``
+    One per exact scope: ``last`` is the memory written there last, which the next new memory
+    ``follows`` (the id of the memory written just before it). A write locks it, so one scope's
+    writers form one chain.
 ``(:Entity:<ClassLabel>… {id, name, key, alias_keys, aliases, aliases_text, classes, user_id,
 agent_id, run_id, created_at, updated_at, seq, embedding})``
     ``key`` is ``norm_name(name)``, ``alias_keys`` the normalized aliases, ``aliases_text`` the

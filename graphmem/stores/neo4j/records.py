@@ -254,6 +254,7 @@ def memory_row(new: NewMemory, dims: int | None) -> dict[str, Any]:
         "updated_at": to_utc(rec.updated_at) if rec.updated_at else None,
         "event_time": to_utc(rec.event_time) if rec.event_time else None,
         "expires_at": to_utc(rec.expires_at) if rec.expires_at else None,
+        "follows": rec.follows,
     }
     props = {k: v for k, v in props.items() if v is not None}
     for name in FOLDED_FIELDS:

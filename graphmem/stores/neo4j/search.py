@@ -262,6 +262,16 @@ def records(
     return sub.records, sub.similarity
 
 
+def followers(scope: Scope, ids: Sequence[str], flt: Filter | None) -> Statements[Records]:
+    """The memories in scope passing ``flt`` that follow one of ``ids``, unbuilt."""
+    sub = Subgraph()
+    if ids:
+        params: dict[str, Any] = {"ids": list(dict.fromkeys(ids)), "vec": None, "timed": []}
+        query = q.followers(_memory_where(scope, flt, params), graph_record_proj(False))
+        add_records(sub, [rec["r"] for rec in (yield run(query, params))])
+    return sub.records
+
+
 def _memory_where(scope: Scope, flt: Filter | None, params: dict[str, Any]) -> str:
     """The scope and the filter on ``m``, their values put in ``params``."""
     cond = scope_where(scope, "m", params)

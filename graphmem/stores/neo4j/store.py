@@ -304,6 +304,12 @@ class Neo4jStore(Store):
         vec = search.query_vector(vector, self._dims)
         return Job("read", "records", lambda: search.records(scope, ids, flt, vec))
 
+    def followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Records:
+        return self._db.perform(self.job_followers(scope, ids, flt))
+
+    def job_followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Job[Records]:
+        return Job("read", "followers", lambda: search.followers(scope, ids, flt))
+
     def graph_scopes(self) -> list[Scope]:
         return self._db.read_steps("graph_scopes", graph.graph_scopes)
 

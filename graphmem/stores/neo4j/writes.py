@@ -23,13 +23,17 @@ from ..base import (
     Expectations,
     GraphWrite,
     MemoryPatch,
+    NewMemory,
     WriteResult,
+    new_tails,
     patched_metadata,
     stale_entities,
     stale_memories,
+    thread_key,
+    threaded,
 )
 from . import graph
-from .cypher import DATA_LABELS, hint, merge_new, scope_where
+from .cypher import DATA_LABELS, exact_scope_where, hint, merge_new, scope_where
 from .cypher import graph as graph_q
 from .cypher import memories as memory_q
 from .cypher import schema as schema_q
@@ -86,11 +90,35 @@ def write_steps(
 
     def work() -> Statements[WriteResult]:
         yield from check(scope, change.expect)
+        follows = yield from thread(change.memories)
+        rows = [{**row, "props": {**row["props"], "follows": f}} if f else row
+                for row, f in zip(memory_rows, follows, strict=True)]
         with conflicts():
-            yield from _insert_rows(memory_rows, event_rows, batch)
+            yield from _insert_rows(rows, event_rows, batch)
             return (yield from write_graph(scope, change, batch=batch, dims=dims))
 
     return work
+
+
+def thread(memories: Sequence[NewMemory]) -> Statements[list[str | None]]:
+    """What each new memory follows (:func:`~graphmem.stores.records.threaded`), read after locking
+    the scopes' threads, which then point at this write's last memories."""
+    if not memories:
+        return []
+    scopes = list(dict.fromkeys(m.record.scope for m in memories))
+    rows = [{"key": thread_key(s), "scope": scope_props(s.user_id, s.agent_id, s.run_id)} for s in scopes]
+    found = {r["key"]: r["last"] for r in (yield run(memory_q.LOCK_THREADS, rows=rows))}
+    tails: dict[Scope, str | None] = {}
+    for s in scopes:
+        tails[s] = found.get(thread_key(s))
+        if tails[s] is None:
+            params: dict[str, Any] = {}
+            row = yield run(memory_q.newest_unfollowed(hint(s), exact_scope_where(s, "m", params)), params,
+                            fetch="single")
+            tails[s] = row["id"] if row is not None else None
+    last = [{"key": thread_key(s), "last": mid} for s, mid in new_tails(memories).items()]
+    yield run(memory_q.SET_THREADS, rows=last, fetch="consume")
+    return [m.record.follows for m in threaded(memories, tails)]
 
 
 def check(scope: Scope, expect: Expectations) -> Statements[None]:
@@ -534,11 +562,15 @@ def drop_orphans_of(tx: ManagedTransaction, entity_ids: Iterable[str], batch: in
         tx.run(graph_q.DROP_ORPHANS, ids=part).consume()
 
 
+def _delete_threads(scope: Scope, params: dict[str, Any]) -> str:
+    return memory_q.delete_threads(scope_where(scope, "t", params))
+
+
 def delete_scope_graph(tx: ManagedTransaction, scope: Scope, limit: int) -> bool:
     """Delete up to ``limit`` entities (with their facts and Value nodes) and quarantine entries in
     scope; return whether any may remain."""
     more = False
-    for statement in (graph_q.delete_scope_entities, graph_q.delete_scope_quarantine):
+    for statement in (graph_q.delete_scope_entities, graph_q.delete_scope_quarantine, _delete_threads):
         params: dict[str, Any] = {"limit": limit}
         row = tx.run(statement(scope, params), params).single()
         more = more or (row is not None and row["n"] >= limit)

@@ -63,10 +63,13 @@ from ..base import (
     Subgraph,
     Vector,
     WriteResult,
+    new_tails,
     patched_metadata,
     seed_ids,
     stale_entities,
     stale_memories,
+    thread_key,
+    threaded,
 )
 from ..text import fts5_phrase, fts5_query, query_terms
 from . import dump, graph, reembed
@@ -97,7 +100,8 @@ CREATE TABLE IF NOT EXISTS memories (
     embedding BLOB NOT NULL,
     scope_terms TEXT NOT NULL DEFAULT '',
     access_count INTEGER NOT NULL DEFAULT 0, last_accessed_at TEXT,
-    identity TEXT
+    identity TEXT,
+    follows TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_user ON memories (user_id, created_at);
 CREATE INDEX IF NOT EXISTS memories_agent ON memories (agent_id, created_at);
@@ -135,7 +139,13 @@ CREATE TABLE IF NOT EXISTS history (
     details TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS history_memory ON history (memory_id, created_at);
+CREATE TABLE IF NOT EXISTS threads (
+    key TEXT PRIMARY KEY,
+    user_id TEXT, agent_id TEXT, run_id TEXT,
+    last TEXT NOT NULL
+);
 """
+_FOLLOWS_INDEX = "CREATE INDEX IF NOT EXISTS memories_follows ON memories (follows) WHERE follows IS NOT NULL"
 
 _SCOPE_KEY = "coalesce(user_id, char(0)), coalesce(agent_id, char(0)), coalesce(run_id, char(0))"
 _IDENTITY = {
@@ -150,7 +160,7 @@ duplicates concurrent writers of an earlier graphmem could leave: there it is NU
 
 _WRITE_COLUMNS = (
     "id, memory, hash, memory_type, user_id, agent_id, run_id, role, actor_id, metadata, "
-    "created_at, updated_at, event_time, expires_at"
+    "created_at, updated_at, event_time, expires_at, follows"
 )
 _COLUMNS = _WRITE_COLUMNS + ", access_count, last_accessed_at"
 """A record's columns; search's access counts (:meth:`SQLiteStore.touch`) are not written with it."""
@@ -179,6 +189,7 @@ def _record(row: sqlite3.Row) -> MemoryRecord:
         "created_at": datetime.fromisoformat(row["created_at"]), "updated_at": _opt_dt(row["updated_at"]),
         "event_time": _opt_dt(row["event_time"]), "expires_at": _opt_dt(row["expires_at"]),
         "access_count": row["access_count"], "last_accessed_at": _opt_dt(row["last_accessed_at"]),
+        "follows": row["follows"],
     })
 
 
@@ -331,6 +342,9 @@ class SQLiteStore(Store):
             if "access_count" not in have:  # stores from before access counts
                 conn.execute("ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0")
                 conn.execute("ALTER TABLE memories ADD COLUMN last_accessed_at TEXT")
+            if "follows" not in have:  # stores from before the reply link
+                conn.execute("ALTER TABLE memories ADD COLUMN follows TEXT")
+            conn.execute(_FOLLOWS_INDEX)
             self._identity_indexes(conn)
         self._vec = self._vector_cache(dims)
         return StoreInfo("sqlite", str(self.path), embedder, dims)
@@ -456,7 +470,8 @@ class SQLiteStore(Store):
         with self._write() as conn:
             self._check(conn, scope, change.expect)
             with _conflicts():
-                self._insert(conn, change.memories, change.events)
+                self._insert(conn, threaded(change.memories, self._thread_tails(conn, change.memories)),
+                             change.events)
                 return graph.write_graph(conn, change)
 
     def _check(self, conn: sqlite3.Connection, scope: Scope, expect: Expectations) -> None:
@@ -475,6 +490,28 @@ class SQLiteStore(Store):
             if stale:
                 raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
+    def _thread_tails(self, conn: sqlite3.Connection, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
+        """The last memory written in each scope of ``memories``, read under the write lock; they become
+        the new tails. A scope without a thread yet (new, restored, or older than threads): its newest
+        memory that none follows."""
+        tails: dict[Scope, str | None] = {}
+        for scope in dict.fromkeys(m.record.scope for m in memories):
+            key = thread_key(scope)
+            row = conn.execute("SELECT last FROM threads WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                where, params = exact_scope_sql(scope)
+                row = conn.execute(
+                    f"SELECT id FROM memories AS m WHERE {where} AND NOT EXISTS "
+                    "(SELECT 1 FROM memories AS f WHERE f.follows = m.id) "
+                    "ORDER BY m.created_at DESC, m.id DESC LIMIT 1", params).fetchone()
+            tails[scope] = row[0] if row else None
+        new = new_tails(memories)
+        conn.executemany(
+            "INSERT INTO threads (key, user_id, agent_id, run_id, last) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET last = excluded.last",
+            [(thread_key(sc), sc.user_id, sc.agent_id, sc.run_id, last) for sc, last in new.items()])
+        return tails
+
     def _insert(self, conn: sqlite3.Connection, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
         rows = []
         for item in memories:
@@ -483,12 +520,12 @@ class SQLiteStore(Store):
                 r.id, r.memory, r.hash, r.memory_type.value, r.user_id, r.agent_id, r.run_id, r.role,
                 r.actor_id, json.dumps(r.metadata, ensure_ascii=False), iso(r.created_at),
                 iso(r.updated_at) if r.updated_at else None, iso(r.event_time) if r.event_time else None,
-                iso(r.expires_at) if r.expires_at else None,
+                iso(r.expires_at) if r.expires_at else None, r.follows,
                 np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
                 scope_terms(r.user_id, r.agent_id, r.run_id), r.hash,
             ))
         conn.executemany(
-            f"INSERT INTO memories ({_WRITE_COLUMNS}, embedding, scope_terms, identity) VALUES ({','.join('?' * 17)})",
+            f"INSERT INTO memories ({_WRITE_COLUMNS}, embedding, scope_terms, identity) VALUES ({','.join('?' * 18)})",
             rows
         )
         conn.executemany("INSERT INTO history VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_event_row, events))
@@ -590,12 +627,14 @@ class SQLiteStore(Store):
             deleted = self._delete_where(conn, where, params, at)
             graph.forget_memories(conn, deleted)
             graph.delete_graph_scope(conn, scope)
+            conn.execute(f"DELETE FROM threads AS m WHERE {where}", params)
         return len(deleted)
 
     def reset(self) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM memories")
             conn.execute("DELETE FROM history")
+            conn.execute("DELETE FROM threads")
             graph.reset_graph(conn)
 
     def optimize(self) -> dict[str, Any]:
@@ -669,6 +708,21 @@ class SQLiteStore(Store):
                     out.add_row(row["id"], row, _record)
             similarity = {} if vector is None else self._similarity(conn, scope, list(out), vector)
         return out, similarity
+
+    def followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Records:
+        out = Records()
+        where, params = scope_sql(scope, indexed=False)
+        fsql, fparams = filter_sql(flt)
+        todo = list(dict.fromkeys(ids))
+        with self._read() as conn:
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                for row in conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories AS m WHERE m.follows IN ({','.join('?' * len(part))}) "
+                    f"AND {where} AND {fsql}", [*part, *params, *fparams]
+                ):
+                    out.add_row(row["id"], row, _record)
+        return out
 
     def _similarity(
         self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[str], vector: Vector

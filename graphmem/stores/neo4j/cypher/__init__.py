@@ -25,7 +25,10 @@ from ....models import Scope
 
 GRAPH_LABELS: Final = ("Entity", "Value", "Quarantine")
 """Labels of graph nodes."""
-DATA_LABELS: Final = ("Memory", "HistoryEvent", *GRAPH_LABELS)
+THREAD_LABEL: Final = "GraphmemThread"
+"""One node per exact scope that holds memories: ``last``, the memory written there last (what the
+next one follows); a write locks it, so a scope's writers serialize on it."""
+DATA_LABELS: Final = ("Memory", "HistoryEvent", *GRAPH_LABELS, THREAD_LABEL)
 """Every label graphmem writes data under; ``Neo4jStore.reset`` empties all of them."""
 SCOPE_FIELDS: Final = ("user_id", "agent_id", "run_id")
 HINT_ORDER: Final = ("run_id", "user_id", "agent_id")
@@ -48,6 +51,7 @@ MEMORY_FIELDS: Final = (
     "expires_at",
     "access_count",
     "last_accessed_at",
+    "follows",
 )
 MEMORY_TIMES: Final = TIME_FIELDS | {"last_accessed_at"}
 HISTORY_FIELDS: Final = (

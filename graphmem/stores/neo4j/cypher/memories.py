@@ -134,3 +134,24 @@ def history_ids_with_prefix(where: str) -> str:
     """Ids with history events starting with ``$prefix`` (deleted memories' too; the memory_id index)."""
     return (f"MATCH (h:HistoryEvent) WHERE h.memory_id STARTS WITH $prefix AND {where} "
             "RETURN DISTINCT h.memory_id AS id ORDER BY id LIMIT $limit")
+
+
+LOCK_THREADS: Final = (
+    "UNWIND $rows AS r MERGE (t:GraphmemThread {key: r.key}) ON CREATE SET t += r.scope "
+    "SET t._lock = true REMOVE t._lock RETURN r.key AS key, t.last AS last"
+)
+"""Lock each scope's thread (created on its first write) before reading its last memory, so that
+concurrent writers to one scope serialize and each follows what the one before it wrote."""
+SET_THREADS: Final = "UNWIND $rows AS r MATCH (t:GraphmemThread {key: r.key}) SET t.last = r.last"
+
+
+def newest_unfollowed(hint: str, where: str) -> str:
+    """The scope's newest memory that none follows: the thread's last for a scope without a thread
+    node (restored, or written before threads)."""
+    return (f"MATCH (m:Memory) {hint} WHERE {where} AND NOT EXISTS {{ MATCH (:Memory {{follows: m.id}}) }} "
+            "RETURN m.id AS id ORDER BY m.created_at DESC, m.id DESC LIMIT 1")
+
+
+def delete_threads(where: str) -> str:
+    """Up to ``$limit`` of the scope's thread nodes."""
+    return f"MATCH (t:GraphmemThread) WHERE {where} WITH t LIMIT $limit DELETE t RETURN count(*) AS n"

@@ -71,6 +71,8 @@ def schema_statements(dims: int, analyzer: str) -> list[str]:
         "CREATE CONSTRAINT memory_id IF NOT EXISTS FOR (m:Memory) REQUIRE m.id IS UNIQUE",
         "CREATE CONSTRAINT history_event_id IF NOT EXISTS FOR (h:HistoryEvent) REQUIRE h.id IS UNIQUE",
         "CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+        "CREATE CONSTRAINT thread_key IF NOT EXISTS FOR (t:GraphmemThread) REQUIRE t.key IS UNIQUE",
+        "CREATE INDEX memory_follows IF NOT EXISTS FOR (m:Memory) ON (m.follows)",
     ]
     for field in ("user_id", "agent_id", "run_id", "created_at", "event_time"):
         statements.append(f"CREATE INDEX memory_{field} IF NOT EXISTS FOR (m:Memory) ON (m.{field})")

@@ -330,6 +330,11 @@ def neighbourhood_cypher(
     return " ".join(parts)
 
 
+def followers(where: str, record_proj: str) -> str:
+    """The memories that follow one of ``$ids`` and pass ``where``, projected as a walk's records are."""
+    return f"UNWIND $ids AS mid MATCH (m:Memory {{follows: mid}}) WHERE {where} RETURN {record_proj} AS r"
+
+
 def records(where: str, record_proj: str) -> str:
     """The memories ``$ids`` that pass ``where``, projected as a walk's records are."""
     return f"UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) WHERE {where} RETURN {record_proj} AS r"
