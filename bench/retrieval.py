@@ -224,7 +224,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    with gzip.open(args.file, "rt", encoding="utf-8") as fh:
+    with (gzip.open if args.file.endswith(".gz") else open)(args.file, "rt", encoding="utf-8") as fh:
         data = json.load(fh)
     level = data.get("gold_level", "doc")
     ks = [int(k) for k in args.k.split(",")]

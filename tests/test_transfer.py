@@ -92,6 +92,14 @@ def test_sqlite_round_trip_is_lossless(tmp_path: Path, uid: str) -> None:
         # what the API reads back is the same too: closed facts, history of the deleted memory, access
         facts = b.facts(user_id=uid, relation="livesIn", include_closed=True)["results"]
         assert sorted(f.get("valid_to") is None for f in facts) == [False, True]  # one closed, one open
+        # the thread came along: each memory follows the one before it; the next add follows the newest
+        # memory none follows (the last one written was deleted)
+        listed = {r["memory"]: r for r in b.get_all(user_id=uid)["results"] if r.get("agent_id") is None}
+        moved = listed["Maya Patel moved to Lisbon in February."]["id"]
+        assert listed["Maya's email is maya@example.org."]["follows"] == moved
+        new = b.add("Maya visits Porto often.", user_id=uid, infer=False)["results"][0]["id"]
+        assert b.get(new, user_id=uid)["follows"] == listed["Maya lives in Dr Who."]["id"]
+        b.delete(new, user_id=uid)
     assert rows(tmp_path / "b.jsonl") == rows(tmp_path / "a.jsonl")
 
 

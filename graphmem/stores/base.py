@@ -191,7 +191,8 @@ class Store(ABC):
         """Apply a whole logical write atomically. ``scope`` is the exact scope of everything new.
 
         Each new memory records in ``follows`` the memory written just before it in its exact
-        scope (the previous one of this write, else the scope's last), decided inside the
+        scope (the previous one of this write, else the scope's last; for a scope without a record
+        of its last, or whose last was deleted, its newest memory that none follows), decided inside the
         transaction so that concurrent writers to one scope each follow what committed before
         them (:func:`~graphmem.stores.records.threaded`)."""
 

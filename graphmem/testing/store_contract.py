@@ -383,9 +383,12 @@ def test_each_memory_follows_the_one_written_before_it_in_its_scope(mem: Memory,
     reply = next(h for h in hit if h["id"] == b)
     assert reply["score_details"]["reply"]["follows"] == a and reply["score_details"]["reply"]["added"] > 0
 
+    mem.delete(d, user_id=uid)  # the last memory gone: the next follows the newest none follows
+    (e,) = add("Then it rained.")
+    assert mem.get(e, user_id=uid).get("follows") == c
     mem.delete_all(user_id=uid)
-    (e,) = add("A new start.")
-    assert mem.get(e, user_id=uid).get("follows") is None
+    (f,) = add("A new start.")
+    assert mem.get(f, user_id=uid).get("follows") is None
 
 
 def test_search_sees_updates_and_deletes(mem: Memory, uid: str) -> None:

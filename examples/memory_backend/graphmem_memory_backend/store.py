@@ -207,10 +207,11 @@ class MemoryStore(Store):
 
     @staticmethod
     def _tails(t: Tables, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
-        """Each scope's last memory; for a scope without a thread (restored), its newest memory none follows."""
+        """Each scope's last memory; for a scope without a thread (restored) or whose last memory was
+        deleted, its newest memory none follows."""
         out: dict[Scope, str | None] = {}
         for scope in {m.record.scope for m in memories}:
-            if scope in t.threads:
+            if t.threads.get(scope) in t.memories:
                 out[scope] = t.threads[scope]
                 continue
             mine = [m.record for m in t.memories.values() if m.record.scope == scope]

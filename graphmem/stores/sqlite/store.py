@@ -492,12 +492,13 @@ class SQLiteStore(Store):
 
     def _thread_tails(self, conn: sqlite3.Connection, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
         """The last memory written in each scope of ``memories``, read under the write lock; they become
-        the new tails. A scope without a thread yet (new, restored, or older than threads): its newest
-        memory that none follows."""
+        the new tails. A scope without a thread yet (new, restored, or older than threads) or whose last
+        memory was deleted: its newest memory that none follows."""
         tails: dict[Scope, str | None] = {}
         for scope in dict.fromkeys(m.record.scope for m in memories):
             key = thread_key(scope)
-            row = conn.execute("SELECT last FROM threads WHERE key = ?", (key,)).fetchone()
+            row = conn.execute("SELECT t.last FROM threads AS t JOIN memories AS m ON m.id = t.last "
+                               "WHERE t.key = ?", (key,)).fetchone()
             if row is None:
                 where, params = exact_scope_sql(scope)
                 row = conn.execute(

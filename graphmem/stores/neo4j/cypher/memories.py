@@ -138,16 +138,18 @@ def history_ids_with_prefix(where: str) -> str:
 
 LOCK_THREADS: Final = (
     "UNWIND $rows AS r MERGE (t:GraphmemThread {key: r.key}) ON CREATE SET t += r.scope "
-    "SET t._lock = true REMOVE t._lock RETURN r.key AS key, t.last AS last"
+    "SET t._lock = true REMOVE t._lock "
+    "WITH r, t OPTIONAL MATCH (m:Memory {id: t.last}) RETURN r.key AS key, m.id AS last"
 )
-"""Lock each scope's thread (created on its first write) before reading its last memory, so that
-concurrent writers to one scope serialize and each follows what the one before it wrote."""
+"""Lock each scope's thread (created on its first write) before reading its last memory (``null``
+when deleted since), so that concurrent writers to one scope serialize and each follows what the one
+before it wrote."""
 SET_THREADS: Final = "UNWIND $rows AS r MATCH (t:GraphmemThread {key: r.key}) SET t.last = r.last"
 
 
 def newest_unfollowed(hint: str, where: str) -> str:
     """The scope's newest memory that none follows: the thread's last for a scope without a thread
-    node (restored, or written before threads)."""
+    node (restored, or written before threads) or whose last memory was deleted."""
     return (f"MATCH (m:Memory) {hint} WHERE {where} AND NOT EXISTS {{ MATCH (:Memory {{follows: m.id}}) }} "
             "RETURN m.id AS id ORDER BY m.created_at DESC, m.id DESC LIMIT 1")
 
