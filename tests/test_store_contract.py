@@ -33,6 +33,16 @@ def test_neo4j_cypher_reads_for_analysts(mem: Memory, uid: str) -> None:
     assert rows[0]["text"] == "analysts can read this" and isinstance(rows[0]["at"], str)
 
 
+@pytest.mark.parametrize("backend", [pytest.param("neo4j", marks=pytest.mark.neo4j)], indirect=True)
+def test_neo4j_reads_the_answer_after_a_question_in_the_search_round_trip(mem: Memory, uid: str) -> None:
+    said = [mem.add([{"role": "user", "content": t}], infer=False, user_id=uid)["results"][0]["id"]
+            for t in ("Which trail did you take on Saturday?", "The Ridge Loop, about twelve kilometres.")]
+    out = mem.search("Which trail did you take on Saturday?", user_id=uid, top_k=5, explain=True)
+    assert out["round_trips"] == 1
+    reply = next(h for h in out["results"] if h["id"] == said[1])
+    assert reply["score_details"]["reply"]["follows"] == said[0]
+
+
 def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp_path: Any, uid: str) -> None:
     """An older store's quantized vector index is rebuilt with the current (exact) options."""
     if not neo4j_available:

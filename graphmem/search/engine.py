@@ -5,8 +5,9 @@ on SQLite one read transaction) with the vector and full-text candidates and the
 neighbourhood; everything after that is arithmetic here, shared by all backends, which is why they
 rank alike. The current truth first (:mod:`.validity`) needs the ranked memories' fact states
 (:meth:`~graphmem.stores.base.Store.fact_states`): Neo4j returns them with the records; other
-stores answer a second, small read. When a top hit asks a question, the memory that follows it
-(:meth:`~graphmem.stores.base.Store.followers`) is read too: its answer.
+stores answer a second, small read. When a top hit asks a question, the memory that follows it is
+its answer: Neo4j returns those of the seed hits with the candidates, other stores answer a read of
+:meth:`~graphmem.stores.base.Store.followers`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ..config import DecayConfig, SearchConfig
 from ..filters import And, Filter
 from ..filters import parse as parse_filters
 from ..models import MemoryRecord, Scope, iso, norm_name, utcnow
+from ..stores.records import Records
+from ..stores.text import asks
 from .fusion import Fusion, fusion_rule
 from .graph import GraphResult, graph_candidates, graph_query
 from .validity import (
@@ -44,18 +47,13 @@ if TYPE_CHECKING:
     from ..extraction.rules import StatementReader
     from ..ontology import Ontology
     from ..pipeline.steps import Steps
-    from ..stores.base import Candidates, GraphQuery, Records, Store, Subgraph, Vector
+    from ..stores.base import Candidates, GraphQuery, Store, Subgraph, Vector
     from .rerank import Reranker
 
 
 REPLY_FROM = 3
 """The best hits that, when they ask a question, pass a share of their score to the memory that follows
 them (``search.reply_share``)."""
-
-
-def asks(text: str) -> bool:
-    """Whether a memory asks something: its answer, if stored, is the memory that follows it."""
-    return "?" in text or "\uff1f" in text
 
 _TEXT_ONLY = SearchConfig(weights={**SearchConfig().weights, "graph": 0.0})
 """Seeds a graph-only search: the default text weights, so it walks from the seeds hybrid search would."""
@@ -160,14 +158,19 @@ def search_steps(
     ranking.best(fusion, needed=2 * (max(req.k, cfg.rerank.top_n) if reranker is not None else req.k))
     timed, about = ranking.add_statements(fusion, sub, plan.timed, ontology)
     asking = ranking.asking() if cfg.reply_share > 0 else {}
+    unread = [mid for mid in asking if mid not in cands.followed]
     if asking:
-        ranking.add_replies((yield Call("followers", (req.scope, list(asking), plan.flt))), asking, fusion,
-                            cfg.reply_share)
+        found = Records()
+        found.copy_from(cands.followers, [i for i in cands.followers if cands.followers[i].follows in asking])
+        if unread:
+            found.copy_from((more := (yield Call("followers", (req.scope, unread, plan.flt)))), list(more))
+            cands.fact_states = None  # the followers read alone carry no fact states: current_truth reads them
+        ranking.add_replies(found, asking, fusion, cfg.reply_share)
     truth = CurrentTruth(round_trips=cands.round_trips)
     if ranking.items:
         truth = yield from current_truth(ranking.items, req, cands, sub, plan, timed, about, graph, ontology,
                                          reader)
-    truth.round_trips += bool(asking)
+    truth.round_trips += bool(unread)
     reranked: dict[str, float] = {}
     if reranker is not None and ranking.items:
         reranked = yield from rerank(ranking, req.text, cfg.rerank.top_n, reranker)

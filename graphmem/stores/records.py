@@ -254,6 +254,12 @@ class Candidates:
     fact_states: dict[str, FactStates] | None = field(default=None, compare=False)
     """The records' fact states (:meth:`Store.fact_states`) when read with them: every record with a
     closed fact has its entry. ``None``: not read; search asks for them afterwards."""
+    followed: frozenset[str] = frozenset()
+    """Hits whose followers were read with the candidates: those of them that ask (:func:`~.text.asks`)
+    have theirs in :attr:`followers`. Search reads the followers of the others when it needs them."""
+    followers: Records = field(default_factory=Records, compare=False)
+    """The memories in scope passing the filter that follow an asking hit of :attr:`followed`; their
+    fact states are in :attr:`fact_states` when that is read."""
 
 
 @dataclass(frozen=True)

@@ -323,21 +323,29 @@ def search_steps(
     params = plan.params
     params["g_seed_n"] = n
     params["g_seed_min"] = SEED_MIN_COSINE
+    proj = graph_record_proj(plan.vector)
+    follow = q.followers_of_asking_seeds(vector=plan.vector, text=plan.text, records_where=plan.cond, record_proj=proj)
     body = q.neighbourhood_after_hits(
         scope, graph_query, params, vector=plan.vector, text=plan.text, records_where=plan.cond,
-        record_proj=graph_record_proj(plan.vector), carry=plan.columns,
+        record_proj=proj, carry=[*plan.columns, "g_follow"],
     )
-    row = yield run(statement([*plan.parts, body], [*plan.columns, *q.SUBGRAPH_COLUMNS]), params, "single")
+    row = yield run(statement([*plan.parts, follow, body], [*plan.columns, "g_follow", *q.SUBGRAPH_COLUMNS]),
+                    params, "single")
     cands = yield from finish_candidates(plan, row, big_until)
     assert row is not None  # finish_candidates raised otherwise
     first = {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
-    if cands.round_trips > 1:  # a fallback changed the hit lists: were the seeds the same?
-        firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
-                            fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
-        if set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
-            sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, timed)
-            cands.round_trips += 1
-            return cands, sub
+    firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
+                        fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
+    followed = Subgraph()
+    add_records(followed, row["g_follow"])
+    cands.followed, cands.followers = frozenset(seed_ids(firsts, n)), followed.records
+    if cands.fact_states is not None:
+        cands.fact_states.update(followed.fact_states or {})
+    # a fallback changed the hit lists: were the seeds the same?
+    if cands.round_trips > 1 and set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
+        sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, timed)
+        cands.round_trips += 1
+        return cands, sub
     sub, recs = read_subgraph(row)
     add_records(sub, recs)
     # The records the query skipped: first-pass hits (in scope, passing the filter by construction).

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from ....models import Scope, to_utc
 from ...base import GraphQuery
-from ...text import STOPWORDS
+from ...text import QUESTION_MARKS, STOPWORDS
 from . import MEMORY_ROW, SIM, entity_proj, rel_proj, scope_where
 
 # --------------------------------------------------------------------------------------------------
@@ -222,6 +222,26 @@ def neighbourhood_alone(
                                 record_proj=record_proj)
 
 
+def followers_of_asking_seeds(*, vector: bool, text: bool, records_where: str, record_proj: str) -> str:
+    """A clause after the candidates' leaving ``g_follow``: the memories that follow a seed hit (as
+    :func:`neighbourhood_after_hits` picks them) that asks, projected as the walk's records are, so the
+    answer after a question costs no round trip of its own."""
+    vh = "vh" if vector else "[]"
+    fh = "fh" if text else "[]"
+    imports = ", ".join(v for v, on in (("vh", vector), ("fh", text)) if on)
+    marks = " OR ".join(f"q.memory CONTAINS '{m}'" for m in QUESTION_MARKS)
+    return (
+        f"CALL ({imports}) {{ UNWIND {_seeds(vh, fh)} AS sid "
+        f"MATCH (q:Memory {{id: sid}}) WHERE {marks} "
+        f"MATCH (m:Memory {{follows: sid}}) WHERE {records_where} RETURN collect({record_proj}) AS g_follow }}"
+    )
+
+
+def _seeds(vh: str, fh: str) -> str:
+    """The seed memory ids, as ``base.seed_ids`` picks them (hits hold (1 + cos) / 2)."""
+    return f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
+
+
 def neighbourhood_after_hits(
     scope: Scope, q: GraphQuery, params: dict[str, Any], *, vector: bool, text: bool, records_where: str,
     record_proj: str, carry: Sequence[str],
@@ -231,8 +251,7 @@ def neighbourhood_after_hits(
     (1 + cos) / 2, the cosine is 2 * s - 1), and the hits' records not read again."""
     vh = "vh" if vector else "[]"
     fh = "fh" if text else "[]"
-    seeds = f"[h IN {vh} WHERE 2 * h.s - 1 > $g_seed_min | h.id][..$g_seed_n] + [h IN {fh}[..$g_seed_n] | h.id]"
-    return neighbourhood_cypher(scope, q, params, seeds=seeds, skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]",
+    return neighbourhood_cypher(scope, q, params, seeds=_seeds(vh, fh), skip=f"[h IN {vh} | h.id] + [h IN {fh} | h.id]",
                                 records_where=records_where, record_proj=record_proj, carry=carry)
 
 
