@@ -695,34 +695,30 @@ class SQLiteStore(Store):
     def records(
         self, scope: Scope, ids: Sequence[str], flt: Filter | None, vector: Vector | None
     ) -> tuple[Records, dict[str, float]]:
-        out = Records()
-        where, params = scope_sql(scope, indexed=False)
-        fsql, fparams = filter_sql(flt)
-        todo = list(dict.fromkeys(ids))
         with self._read() as conn:
-            for i in range(0, len(todo), 500):
-                part = todo[i : i + 500]
-                for row in conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories AS m WHERE m.id IN ({','.join('?' * len(part))}) "
-                    f"AND {where} AND {fsql}", [*part, *params, *fparams]
-                ):
-                    out.add_row(row["id"], row, _record)
+            out = self._memories_by(conn, "id", ids, scope, flt)
             similarity = {} if vector is None else self._similarity(conn, scope, list(out), vector)
         return out, similarity
 
     def followers(self, scope: Scope, ids: Sequence[str], flt: Filter | None) -> Records:
+        with self._read() as conn:
+            return self._memories_by(conn, "follows", ids, scope, flt)
+
+    @staticmethod
+    def _memories_by(conn: sqlite3.Connection, column: str, values: Sequence[str], scope: Scope,
+                     flt: Filter | None) -> Records:
+        """The memories in scope passing ``flt`` whose ``column`` (``id`` or ``follows``) is one of ``values``."""
         out = Records()
         where, params = scope_sql(scope, indexed=False)
         fsql, fparams = filter_sql(flt)
-        todo = list(dict.fromkeys(ids))
-        with self._read() as conn:
-            for i in range(0, len(todo), 500):
-                part = todo[i : i + 500]
-                for row in conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories AS m WHERE m.follows IN ({','.join('?' * len(part))}) "
-                    f"AND {where} AND {fsql}", [*part, *params, *fparams]
-                ):
-                    out.add_row(row["id"], row, _record)
+        todo = list(dict.fromkeys(values))
+        for i in range(0, len(todo), 500):
+            part = todo[i : i + 500]
+            for row in conn.execute(
+                f"SELECT {_COLUMNS} FROM memories AS m WHERE m.{column} IN ({','.join('?' * len(part))}) "
+                f"AND {where} AND {fsql}", [*part, *params, *fparams]
+            ):
+                out.add_row(row["id"], row, _record)
         return out
 
     def _similarity(
