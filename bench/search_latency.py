@@ -812,16 +812,19 @@ def cold_start(db: Path, user: str, queries: list[str], runs: int, trees: dict[s
 
 
 def warm_child(db: str, user: str, payload: dict[str, Any]) -> None:
-    """In a new process: warm up, then time each query in each mode (rotating), print JSON."""
+    """In a new process: warm up, then time each query in each mode (rotating), print JSON. The store
+    is the SQLite file ``db``, or ``payload["store"]`` when given (Neo4j)."""
     import graphmem
 
     embedder = FrozenEmbedder(HashingEmbedder(384))
     embedder.freeze(payload["warmup"] + payload["queries"])
-    cfg = MemoryConfig.load({"home": str(Path(db).parent), "store": {"provider": "sqlite", "path": db},
+    store = payload.get("store") or {"provider": "sqlite", "path": db}
+    cfg = MemoryConfig.load({"home": str(Path(db).parent), "store": store,
                              "embedder": {"provider": "hashing"}, "llm": {"provider": "none"}})
     modes: list[str] = payload["modes"]
     configs = {m: search_config(m) or SearchConfig() for m in modes}
     lat: dict[str, list[float]] = {m: [] for m in modes}
+    trips: dict[str, list[int]] = {m: [] for m in modes}
     with Memory(cfg, embedder=embedder) as mem:
         for q in payload["warmup"]:
             for m in modes:
@@ -831,29 +834,39 @@ def warm_child(db: str, user: str, payload: dict[str, Any]) -> None:
             for m in modes[i % len(modes) :] + modes[: i % len(modes)]:
                 mem.config.search = configs[m]
                 t0 = time.perf_counter()
-                mem.search(q, user_id=user, top_k=10, explain=True)
+                out = mem.search(q, user_id=user, top_k=10, explain=True)
                 lat[m].append((time.perf_counter() - t0) * 1000)
-    print(json.dumps({"lat": lat, "graphmem": graphmem.__file__, "embedder_misses": embedder.misses}))
+                if isinstance(out.get("round_trips"), int):
+                    trips[m].append(out["round_trips"])
+    print(json.dumps({"lat": lat, "round_trips": trips, "graphmem": graphmem.__file__,
+                      "embedder_misses": embedder.misses}))
 
 
 def same_run(db: Path, user: str, modes: list[str], sets: dict[str, tuple[list[str], list[str]]],
-             trees: dict[str, Path], block: int = 50) -> dict[str, Any]:
+             trees: dict[str, Path], block: int = 50, store: dict[str, Any] | None = None) -> dict[str, Any]:
     """Each query set timed with each tree's code, in new processes taking blocks of ``block``
-    queries in turn, so load from other work falls on both trees alike."""
+    queries in turn, so load from other work falls on both trees alike. ``store``: a store
+    configuration the children open instead of the SQLite file ``db`` (Neo4j)."""
     out: dict[str, Any] = {"block": block, "how": "each tree in its own processes, alternating query blocks"}
     for name, (queries, warmup) in sets.items():
         lat: dict[str, dict[str, list[float]]] = {t: {m: [] for m in modes} for t in trees}
+        trips: dict[str, dict[str, list[int]]] = {t: {m: [] for m in modes} for t in trees}
         loads = []
         for start in range(0, len(queries), block):
             for tree_name, tree in trees.items():
-                payload = {"modes": modes, "warmup": warmup, "queries": queries[start : start + block]}
+                payload = {"modes": modes, "warmup": warmup, "queries": queries[start : start + block],
+                           **({"store": store} if store else {})}
                 got = _child(tree, ["--warm-child", str(db.resolve()), user, json.dumps(payload)])
                 for m in modes:
                     lat[tree_name][m] += got["lat"][m]
+                    trips[tree_name][m] += got.get("round_trips", {}).get(m, [])
                 loads.append(os.getloadavg()[0])
         row: dict[str, Any] = {"loadavg": [round(min(loads), 2), round(max(loads), 2)]}
         for tree_name in trees:
-            row[tree_name] = {m: {"p50_ms": _pct(v, 50), "p95_ms": _pct(v, 95)} for m, v in lat[tree_name].items()}
+            row[tree_name] = {m: {"p50_ms": _pct(v, 50), "p95_ms": _pct(v, 95),
+                                  **({"round_trips_mean": round(statistics.fmean(trips[tree_name][m]), 2),
+                                      "round_trips_max": max(trips[tree_name][m])} if trips[tree_name][m] else {})}
+                              for m, v in lat[tree_name].items()}
         if "baseline" in trees:
             row["ratio_p50"] = {m: round(row["current"][m]["p50_ms"] / row["baseline"][m]["p50_ms"], 2) for m in modes}
             row["ratio_p95"] = {m: round(row["current"][m]["p95_ms"] / row["baseline"][m]["p95_ms"], 2) for m in modes}
@@ -893,8 +906,8 @@ def main() -> int:
                    help="natural (LoCoMo questions) and/or common (3-5 of the tenant's 40 most frequent words)")
     p.add_argument("--cold", type=int, default=3, help="SQLite cold-start processes per tree (0: none)")
     p.add_argument("--baseline-ref", default=None,
-                   help="SQLite: a commit whose code is timed in the same run (cold starts, and every query set "
-                        "in alternating processes), from a temporary worktree")
+                   help="a commit whose code is timed in the same run (every query set in alternating processes, "
+                        "both backends; SQLite cold starts too), from a temporary worktree")
     p.add_argument("--out", default="bench/results/search_latency.json")
     args = p.parse_args()
     query_sets = [q.strip() for q in args.query_sets.split(",") if q.strip()]
@@ -998,6 +1011,10 @@ def _run(args: argparse.Namespace, backends: list[str], sizes: list[int], modes:
                 db = getattr(mem.store, "path", None)
             finally:
                 mem.close()  # SQLite: writes the vector snapshot the cold starts below read
+            if backend == "neo4j" and "baseline" in trees:
+                print(f"[{backend} {size}] this tree and {args.baseline_ref}, alternating…", file=sys.stderr)
+                result["same_run"] = {"baseline_ref": args.baseline_ref,
+                                      **same_run(CACHE / "neo4j", user, modes, sets, trees, store=neo4j_config())}
             if backend == "sqlite" and isinstance(db, Path):
                 if "baseline" in trees:
                     print(f"[{backend} {size}] this tree and {args.baseline_ref}, alternating…", file=sys.stderr)
