@@ -316,7 +316,6 @@ class Ranking:
         self.items.sort(key=lambda item: (-item[0], item[1][0]))
         return timed, about
 
-
     def asking(self) -> dict[str, float]:
         """The best ``REPLY_FROM`` hits that ask a question, with their scores."""
         return {item[0]: score for score, item in self.items[:REPLY_FROM] if asks(item[2].memory)}

@@ -567,8 +567,8 @@ def _delete_threads(scope: Scope, params: dict[str, Any]) -> str:
 
 
 def delete_scope_graph(tx: ManagedTransaction, scope: Scope, limit: int) -> bool:
-    """Delete up to ``limit`` entities (with their facts and Value nodes) and quarantine entries in
-    scope; return whether any may remain."""
+    """Delete up to ``limit`` entities (with their facts and Value nodes), quarantine entries and
+    threads in scope; return whether any may remain."""
     more = False
     for statement in (graph_q.delete_scope_entities, graph_q.delete_scope_quarantine, _delete_threads):
         params: dict[str, Any] = {"limit": limit}
