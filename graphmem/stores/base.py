@@ -40,6 +40,7 @@ from .records import ReembedRow as ReembedRow
 from .records import Restore as Restore
 from .records import StoreInfo as StoreInfo
 from .records import Subgraph as Subgraph
+from .records import ThreadScope as ThreadScope
 from .records import Vector as Vector
 from .records import WriteResult as WriteResult
 from .records import entity_state as entity_state
@@ -51,6 +52,7 @@ from .records import stale_entities as stale_entities
 from .records import stale_memories as stale_memories
 from .records import successor_order as successor_order
 from .records import thread_key as thread_key
+from .records import thread_scope as thread_scope
 from .records import threaded as threaded
 
 

@@ -59,12 +59,14 @@ from graphmem.stores.base import (
     Records,
     Store,
     StoreInfo,
+    ThreadScope,
     Vector,
     WriteResult,
     new_tails,
     patched_metadata,
     stale_entities,
     stale_memories,
+    thread_scope,
     threaded,
 )
 from graphmem.stores.text import query_terms
@@ -126,7 +128,7 @@ class Tables:
     """(memory id, entity id)."""
     facts: dict[str, Relation] = field(default_factory=dict)
     quarantine: dict[str, QuarantineEntry] = field(default_factory=dict)
-    threads: dict[Scope, str] = field(default_factory=dict)
+    threads: dict[ThreadScope, str] = field(default_factory=dict)
     """Exact scope -> the memory written there last (what the next one follows)."""
 
     def copy(self) -> Tables:
@@ -198,7 +200,9 @@ class MemoryStore(Store):
     def write(self, scope: Scope, change: GraphWrite) -> WriteResult:
         def apply(t: Tables) -> WriteResult:
             self._check(t, scope, change.expect)
-            self._insert(t, threaded(change.memories, self._tails(t, change.memories)), change.events)
+            follows = threaded(change.memories, self._tails(t, change.memories))
+            self._insert(t, [NewMemory(m.record.model_copy(update={"follows": f}), m.vector)
+                             for m, f in zip(change.memories, follows, strict=True)], change.events)
             t.threads.update(new_tails(change.memories))
             return self._write_graph(t, change)
 
@@ -206,15 +210,15 @@ class MemoryStore(Store):
         return result
 
     @staticmethod
-    def _tails(t: Tables, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
+    def _tails(t: Tables, memories: Sequence[NewMemory]) -> dict[ThreadScope, str | None]:
         """Each scope's last memory; for a scope without a thread (restored) or whose last memory was
         deleted, its newest memory none follows."""
-        out: dict[Scope, str | None] = {}
-        for scope in {m.record.scope for m in memories}:
+        out: dict[ThreadScope, str | None] = {}
+        for scope in {thread_scope(m.record) for m in memories}:
             if t.threads.get(scope) in t.memories:
                 out[scope] = t.threads[scope]
                 continue
-            mine = [m.record for m in t.memories.values() if m.record.scope == scope]
+            mine = [m.record for m in t.memories.values() if thread_scope(m.record) == scope]
             followed = {r.follows for r in mine}
             heads = [r for r in mine if r.id not in followed]
             out[scope] = max(heads, key=lambda r: (iso(r.created_at), r.id)).id if heads else None
@@ -404,7 +408,7 @@ class MemoryStore(Store):
                 t.names.pop((scope_key(stored.entity), norm_name(stored.entity.name)), None)
             for qid in [i for i, q in t.quarantine.items() if in_scope(scope, q)]:
                 del t.quarantine[qid]
-            for key in [k for k in t.threads if in_scope(scope, k)]:
+            for key in [k for k in t.threads if scope.contains(*k)]:
                 del t.threads[key]
             return len(ids)
 

@@ -24,12 +24,14 @@ from ..base import (
     GraphWrite,
     MemoryPatch,
     NewMemory,
+    ThreadScope,
     WriteResult,
     new_tails,
     patched_metadata,
     stale_entities,
     stale_memories,
     thread_key,
+    thread_scope,
     threaded,
 )
 from . import graph
@@ -105,20 +107,20 @@ def thread(memories: Sequence[NewMemory]) -> Statements[list[str | None]]:
     the scopes' threads, which then point at this write's last memories."""
     if not memories:
         return []
-    scopes = list(dict.fromkeys(m.record.scope for m in memories))
-    rows = [{"key": thread_key(s), "scope": scope_props(s.user_id, s.agent_id, s.run_id)} for s in scopes]
+    scopes = list(dict.fromkeys(thread_scope(m.record) for m in memories))
+    rows = [{"key": thread_key(s), "scope": scope_props(*s)} for s in scopes]
     found = {r["key"]: r["last"] for r in (yield run(memory_q.LOCK_THREADS, rows=rows))}
-    tails: dict[Scope, str | None] = {}
+    tails: dict[ThreadScope, str | None] = {}
     for s in scopes:
         tails[s] = found.get(thread_key(s))
         if tails[s] is None:
-            params: dict[str, Any] = {}
-            row = yield run(memory_q.newest_unfollowed(hint(s), exact_scope_where(s, "m", params)), params,
+            scope, params = Scope(user_id=s[0], agent_id=s[1], run_id=s[2]), dict[str, Any]()
+            row = yield run(memory_q.newest_unfollowed(hint(scope), exact_scope_where(scope, "m", params)), params,
                             fetch="single")
             tails[s] = row["id"] if row is not None else None
     last = [{"key": thread_key(s), "last": mid} for s, mid in new_tails(memories).items()]
     yield run(memory_q.SET_THREADS, rows=last, fetch="consume")
-    return [m.record.follows for m in threaded(memories, tails)]
+    return threaded(memories, tails)
 
 
 def check(scope: Scope, expect: Expectations) -> Statements[None]:

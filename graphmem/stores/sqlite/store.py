@@ -61,6 +61,7 @@ from ..base import (
     Store,
     StoreInfo,
     Subgraph,
+    ThreadScope,
     Vector,
     WriteResult,
     new_tails,
@@ -69,6 +70,7 @@ from ..base import (
     stale_entities,
     stale_memories,
     thread_key,
+    thread_scope,
     threaded,
 )
 from ..text import fts5_phrase, fts5_query, query_terms
@@ -470,8 +472,7 @@ class SQLiteStore(Store):
         with self._write() as conn:
             self._check(conn, scope, change.expect)
             with _conflicts():
-                self._insert(conn, threaded(change.memories, self._thread_tails(conn, change.memories)),
-                             change.events)
+                self._insert(conn, change.memories, change.events, self._thread(conn, change.memories))
                 return graph.write_graph(conn, change)
 
     def _check(self, conn: sqlite3.Connection, scope: Scope, expect: Expectations) -> None:
@@ -490,38 +491,39 @@ class SQLiteStore(Store):
             if stale:
                 raise ConflictError(f"entity {stale[0]} changed or was deleted by a concurrent write")
 
-    def _thread_tails(self, conn: sqlite3.Connection, memories: Sequence[NewMemory]) -> dict[Scope, str | None]:
-        """The last memory written in each scope of ``memories``, read under the write lock; they become
-        the new tails. A scope without a thread yet (new, restored, or older than threads) or whose last
-        memory was deleted: its newest memory that none follows."""
-        tails: dict[Scope, str | None] = {}
-        for scope in dict.fromkeys(m.record.scope for m in memories):
-            key = thread_key(scope)
+    def _thread(self, conn: sqlite3.Connection, memories: Sequence[NewMemory]) -> list[str | None]:
+        """What each new memory follows (:func:`~graphmem.stores.records.threaded`), from the threads'
+        last memories read under the write lock, which then point at this write's last. A scope
+        without a thread (new, restored, older than threads) or whose last memory was deleted: its
+        newest memory that none follows."""
+        tails: dict[ThreadScope, str | None] = {}
+        for scope in dict.fromkeys(thread_scope(m.record) for m in memories):
             row = conn.execute("SELECT t.last FROM threads AS t JOIN memories AS m ON m.id = t.last "
-                               "WHERE t.key = ?", (key,)).fetchone()
+                               "WHERE t.key = ?", (thread_key(scope),)).fetchone()
             if row is None:
-                where, params = exact_scope_sql(scope)
+                where, params = exact_scope_sql(Scope(user_id=scope[0], agent_id=scope[1], run_id=scope[2]))
                 row = conn.execute(
                     f"SELECT id FROM memories AS m WHERE {where} AND NOT EXISTS "
                     "(SELECT 1 FROM memories AS f WHERE f.follows = m.id) "
                     "ORDER BY m.created_at DESC, m.id DESC LIMIT 1", params).fetchone()
             tails[scope] = row[0] if row else None
-        new = new_tails(memories)
         conn.executemany(
             "INSERT INTO threads (key, user_id, agent_id, run_id, last) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET last = excluded.last",
-            [(thread_key(sc), sc.user_id, sc.agent_id, sc.run_id, last) for sc, last in new.items()])
-        return tails
+            [(thread_key(sc), *sc, last) for sc, last in new_tails(memories).items()])
+        return threaded(memories, tails)
 
-    def _insert(self, conn: sqlite3.Connection, memories: Sequence[NewMemory], events: Sequence[HistoryEvent]) -> None:
+    def _insert(self, conn: sqlite3.Connection, memories: Sequence[NewMemory], events: Sequence[HistoryEvent],
+                follows: Sequence[str | None] | None = None) -> None:
+        """``follows``: what each memory follows (a write's); ``None``: as its record says (a restore)."""
         rows = []
-        for item in memories:
+        for pos, item in enumerate(memories):
             r = item.record
             rows.append((
                 r.id, r.memory, r.hash, r.memory_type.value, r.user_id, r.agent_id, r.run_id, r.role,
                 r.actor_id, json.dumps(r.metadata, ensure_ascii=False), iso(r.created_at),
                 iso(r.updated_at) if r.updated_at else None, iso(r.event_time) if r.event_time else None,
-                iso(r.expires_at) if r.expires_at else None, r.follows,
+                iso(r.expires_at) if r.expires_at else None, r.follows if follows is None else follows[pos],
                 np.ascontiguousarray(item.vector, dtype=np.float32).tobytes(),
                 scope_terms(r.user_id, r.agent_id, r.run_id), r.hash,
             ))
