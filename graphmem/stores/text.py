@@ -10,13 +10,6 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-QUESTION_MARKS = ("?", "\uff1f")
-"""What makes a memory one that asks (its answer, if stored, is the memory that follows it)."""
-
-
-def asks(text: str) -> bool:
-    """Whether a memory's text asks something."""
-    return any(mark in text for mark in QUESTION_MARKS)
 MAX_TERMS = 64
 
 # Function words dropped from *queries* (not from the index): they match nearly every document, so
@@ -68,3 +61,12 @@ def lucene_query(text: str) -> str | None:
     """A Lucene query: each term escaped and ORed (Lucene's default operator)."""
     terms = query_terms(text)
     return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", t) for t in terms) or None
+
+
+QUESTION_MARKS = ("?", "\uff1f")
+"""What makes a memory one that asks (its answer, if stored, is the memory that follows it)."""
+
+
+def asks(text: str) -> bool:
+    """Whether a memory's text asks something."""
+    return any(mark in text for mark in QUESTION_MARKS)
