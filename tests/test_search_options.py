@@ -98,6 +98,22 @@ def test_the_answer_after_a_question_that_matched_is_lifted(mem: Memory, uid: st
     assert [r["id"] for r in off].index(said[1]) > 1
 
 
+def test_the_graph_samples_an_entitys_first_written_memories(mem: Memory, uid: str) -> None:
+    """Ids sort in creation order, so the walk's cut of a common entity (its first ``max_mentions``
+    memories by id) is the same whenever the same memories are written again."""
+    from graphmem.stores.base import GraphQuery
+
+    said = [mem.add(f"Kestrel note {i}", infer=False, user_id=uid,
+                    triples=[{"source": f"Site {i}", "relation": "knows", "target": "Kestrel",
+                              "source_type": "Person", "target_type": "Person"}])["results"][0]["id"]
+            for i in range(7)]
+    sub = mem.store.neighbourhood(Scope(user_id=uid), GraphQuery(keys=("kestrel",), depth=1, max_mentions=3))
+    kestrel = sub.linked["kestrel"]
+    assert sub.degree[kestrel] == 7
+    assert sorted(m for m, e in sub.mentions if e == kestrel) == said[:3]
+    assert sorted(said) == said
+
+
 @pytest.mark.parametrize(("question", "spans"), [
     ("Where did I go in March?", [("2023-03-01", "2023-04-15")]),
     ("What did I buy two weeks ago?", [("2023-05-14", "2023-06-04")]),

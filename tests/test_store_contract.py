@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from graphmem import Memory
+from graphmem.config import SearchConfig
 from graphmem.testing.store_contract import *  # noqa: F403 - the kit's tests, collected here
 from graphmem.testing.store_contract import ids
 
@@ -37,10 +38,12 @@ def test_neo4j_cypher_reads_for_analysts(mem: Memory, uid: str) -> None:
 def test_neo4j_reads_the_answer_after_a_question_in_the_search_round_trip(mem: Memory, uid: str) -> None:
     said = [mem.add([{"role": "user", "content": t}], infer=False, user_id=uid)["results"][0]["id"]
             for t in ("Which trail did you take on Saturday?", "The Ridge Loop, about twelve kilometres.")]
-    out = mem.search("Which trail did you take on Saturday?", user_id=uid, top_k=5, explain=True)
-    assert out["round_trips"] == 1
-    reply = next(h for h in out["results"] if h["id"] == said[1])
-    assert reply["score_details"]["reply"]["follows"] == said[0]
+    for weights in ({}, {"graph": 0.0}, {"fulltext": 0.0, "graph": 0.0}):  # with the graph's read, and without
+        mem.config.search = SearchConfig(weights={**SearchConfig().weights, **weights})
+        out = mem.search("Which trail did you take on Saturday?", user_id=uid, top_k=5, explain=True)
+        assert out["round_trips"] == 1, weights
+        reply = next(h for h in out["results"] if h["id"] == said[1])
+        assert reply["score_details"]["reply"]["follows"] == said[0]
 
 
 def test_optimize_turns_a_quantized_neo4j_index_exact(neo4j_available: bool, tmp_path: Any, uid: str) -> None:

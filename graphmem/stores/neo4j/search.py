@@ -50,6 +50,9 @@ The probe is a tenth of a search at 100k memories; a scope that shrank meanwhile
 index path with its fallbacks, which return the same hits."""
 _NEAREST_KK: Final = 50
 """Index rows per ``nearest`` query before the scope fence."""
+FOLLOW_SEEDS: Final = 8
+"""Without a graph read, the best hits of each signal whose followers come with the candidates (as
+the graph's seed memories do): search passes the answer after a question among its best hits."""
 
 
 @dataclass
@@ -94,14 +97,48 @@ def candidates(
 def candidates_steps(
     cfg: StoreConfig, scope: Scope, flt: Filter | None, vector: Vector | None, text: str | None, k: int, *,
     dims: int | None, indexes: IndexFacts, big_until: dict[Scope, float], timed: Sequence[str] = (),
+    follow: bool = False,
 ) -> Statements[Candidates]:
-    """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store."""
+    """:func:`candidates` as statements, each run alone (auto-commit) by the sync or the async store;
+    with ``follow``, the followers of the best :data:`FOLLOW_SEEDS` hits that ask come in the same
+    statement (``Candidates.followed``)."""
     plan = candidate_plan(cfg, scope, flt, vector, text, k, dims=dims, indexes=indexes, big_until=big_until,
                           timed=timed)
     if plan is None:
         return Candidates(round_trips=0, fact_states={})
-    row = yield run(statement(plan.parts, plan.columns), plan.params, "single")
-    return (yield from finish_candidates(plan, row, big_until))
+    parts, columns = plan.parts, plan.columns
+    if follow:
+        plan.params.update(g_seed_n=FOLLOW_SEEDS, g_seed_min=SEED_MIN_COSINE)
+        parts, columns = [*parts, _follow_clause(plan)], [*columns, "g_follow"]
+    row = yield run(statement(parts, columns), plan.params, "single")
+    cands = yield from finish_candidates(plan, row, big_until)
+    if follow:
+        assert row is not None  # finish_candidates raised otherwise
+        _add_followers(cands, plan, row, FOLLOW_SEEDS)
+    return cands
+
+
+def _follow_clause(plan: CandidatePlan) -> str:
+    return q.followers_of_asking_seeds(vector=plan.vector, text=plan.text, records_where=plan.cond,
+                                       record_proj=graph_record_proj(plan.vector))
+
+
+def _first_hits(plan: CandidatePlan, row: Record) -> dict[str, list[dict[str, Any]]]:
+    """The hit lists of the first query's row (before any fallback redid a signal)."""
+    return {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
+
+
+def _add_followers(cands: Candidates, plan: CandidatePlan, row: Record, n: int) -> None:
+    """The followers read with the first hits (``g_follow``), and which hits they are the followers
+    of: the seeds of those first hits, as the statement picked them."""
+    first = _first_hits(plan, row)
+    firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
+                        fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
+    followed = Subgraph()
+    add_records(followed, row["g_follow"])
+    cands.followed, cands.followers = frozenset(seed_ids(firsts, n)), followed.records
+    if cands.fact_states is not None:
+        cands.fact_states.update(followed.fact_states or {})
 
 
 def candidate_plan(
@@ -323,26 +360,18 @@ def search_steps(
     params = plan.params
     params["g_seed_n"] = n
     params["g_seed_min"] = SEED_MIN_COSINE
-    proj = graph_record_proj(plan.vector)
-    follow = q.followers_of_asking_seeds(vector=plan.vector, text=plan.text, records_where=plan.cond, record_proj=proj)
     body = q.neighbourhood_after_hits(
         scope, graph_query, params, vector=plan.vector, text=plan.text, records_where=plan.cond,
-        record_proj=proj, carry=[*plan.columns, "g_follow"],
+        record_proj=graph_record_proj(plan.vector), carry=[*plan.columns, "g_follow"],
     )
-    row = yield run(statement([*plan.parts, follow, body], [*plan.columns, "g_follow", *q.SUBGRAPH_COLUMNS]),
-                    params, "single")
+    row = yield run(statement([*plan.parts, _follow_clause(plan), body],
+                              [*plan.columns, "g_follow", *q.SUBGRAPH_COLUMNS]), params, "single")
     cands = yield from finish_candidates(plan, row, big_until)
     assert row is not None  # finish_candidates raised otherwise
-    first = {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
-    firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
-                        fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
-    followed = Subgraph()
-    add_records(followed, row["g_follow"])
-    cands.followed, cands.followers = frozenset(seed_ids(firsts, n)), followed.records
-    if cands.fact_states is not None:
-        cands.fact_states.update(followed.fact_states or {})
+    _add_followers(cands, plan, row, n)
+    first = _first_hits(plan, row)
     # a fallback changed the hit lists: were the seeds the same?
-    if cands.round_trips > 1 and set(seed_ids(firsts, n)) != set(seed_ids(cands, n)):
+    if cands.round_trips > 1 and cands.followed != set(seed_ids(cands, n)):
         sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, timed)
         cands.round_trips += 1
         return cands, sub

@@ -354,7 +354,7 @@ class Neo4jStore(Store):
             if graph_query is None:
                 cands = yield from search.candidates_steps(self._db.cfg, scope, flt, vector, text, k, dims=self._dims,
                                                            indexes=self._indexes, big_until=self._big_until,
-                                                           timed=timed)
+                                                           timed=timed, follow=True)
                 return cands, Subgraph()
             return (yield from search.search_steps(self._db.cfg, scope, flt, vector, text, k, graph_query,
                                                    dims=self._dims, indexes=self._indexes,
