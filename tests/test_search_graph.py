@@ -203,7 +203,7 @@ def test_bridge_reaches_the_second_hop_through_a_shared_entity(mem: Memory, uid:
         assert hits[hop2]["score"] > text_only.get(hop2, {"score": 0.0})["score"] + 0.2
         g = graph_of(hits[hop2])
         assert g["raw"] == pytest.approx(3**-0.5)  # top seed (1.0) x specificity of a name two memories carry
-        assert g["path"]["bridge"] == {"memory": hop1, "entity": "Cabo Frio"}
+        assert g["path"]["bridge"] == {"memory": hop1, "entity": "Cabo Frio", "continues": 0.0}  # nothing left over
         assert g["path"]["text"] == f"shares Cabo Frio with memory {hop1}"
 
     # A name the query itself carries does not bridge (the text signals already weigh it) ...

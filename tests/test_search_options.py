@@ -98,6 +98,28 @@ def test_the_answer_after_a_question_that_matched_is_lifted(mem: Memory, uid: st
     assert [r["id"] for r in off].index(said[1]) > 1
 
 
+def test_the_bridge_favours_the_memory_that_continues_the_question(mem: Memory, uid: str) -> None:
+    """Two memories share Bruno Keller with the hit that names Ana's mentor; the one that holds the
+    question's word the hit lacks ("live") receives the larger bridge."""
+    def fact(source: str, relation: str, target: str) -> dict[str, str]:
+        return {"source": source, "relation": relation, "target": target, "source_type": "Person",
+                "target_type": "City" if relation == "livesIn" else "Person"}
+
+    seed = mem.add("Ana's mentor is Bruno Keller.", infer=False, user_id=uid,
+                   triples=[fact("Ana", "knows", "Bruno Keller")])["results"][0]["id"]
+    chess = mem.add("Bruno Keller plays chess with Dmitri on Sundays.", infer=False, user_id=uid,
+                    triples=[fact("Bruno Keller", "knows", "Dmitri")])["results"][0]["id"]
+    home = mem.add("Bruno Keller and his two cats live in Oslo.", infer=False, user_id=uid,
+                   triples=[fact("Bruno Keller", "livesIn", "Oslo")])["results"][0]["id"]  # written last: ties lose
+    mem.config.search = SearchConfig(weights=GRAPH_ONLY, graph={"traversal_weight": 0.0})
+    out = mem.search("Where does the mentor of Ana live?", user_id=uid, explain=True)["results"]
+    bridges = {r["id"]: r["score_details"]["graph"]["path"]["bridge"] for r in out
+               if "bridge" in r["score_details"].get("graph", {}).get("path", {})}
+    assert bridges[home] == {"memory": seed, "entity": "Bruno Keller", "continues": 1.0}
+    assert bridges[chess]["continues"] == 0.0
+    assert [r["id"] for r in out].index(home) < [r["id"] for r in out].index(chess)
+
+
 def test_the_graph_samples_an_entitys_first_written_memories(mem: Memory, uid: str) -> None:
     """Ids sort in creation order, so the walk's cut of a common entity (its first ``max_mentions``
     memories by id) is the same whenever the same memories are written again."""

@@ -246,7 +246,8 @@ def graph_signal(plan: ReadPlan, cfg: SearchConfig, signals: Signals, records: C
     seeds = {i: s / top for i, s in seeds.items()} if top > 0 else {}
     speakers = frozenset(norm_name(a) for a in (records[i].actor_id for i in seeds if i in records) if a)
     gq = plan.graph
-    graph: GraphResult = yield Work(lambda: graph_candidates(sub, gq, ontology, plan.n, cfg.graph, seeds, speakers))
+    graph: GraphResult = yield Work(lambda: graph_candidates(sub, gq, ontology, plan.n, cfg.graph, seeds, speakers,
+                                                             records))
     signals["graph"] = [(mid, score) for mid, score in graph.hits if mid in records]
     return graph
 

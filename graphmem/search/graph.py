@@ -14,6 +14,11 @@ carries are skipped, since the text signals weigh them already, and so are names
 ``bridge_max_degree`` memories carry, and the scope's own user and the seeds' speakers (what they
 say is about them, however few memories there are). This is what lifts hybrid search on multi-hop questions above
 the dense signal: the question names the first hop, and the answer's memory shares an entity with it.
+What a memory receives is multiplied by ``1 + c``, ``c`` the share of the question's words *left
+over* by the seed (its content words the seed's text lacks) that the memory's text holds: of the
+several memories sharing a name with "Big Eyes" (the film, whose text says who directed it), the one
+that continues "who is the spouse of Big Eyes' director" holds "spouse". Its cosine to the whole
+question would not tell: the second hop's memory shares little with the words of the first.
 
 Linking (the store's part, the same on every backend): each query n-gram (:func:`query_ngrams`) is
 looked up as an entity name or alias, exactly, through indexes.
@@ -60,12 +65,12 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from rdflib.namespace import OWL, RDFS
 
-from ..models import Entity, Relation, norm_name
+from ..models import Entity, MemoryRecord, Relation, norm_name
 from ..stores.base import GraphQuery, Subgraph, Vector
-from ..stores.text import STOPWORDS
+from ..stores.text import STOPWORDS, content_words
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from datetime import datetime
 
     from ..config import GraphSearchConfig
@@ -170,10 +175,12 @@ def graph_candidates(
     cfg: GraphSearchConfig,
     seeds: dict[str, float] | None = None,
     speakers: frozenset[str] = frozenset(),
+    texts: Mapping[str, MemoryRecord] | None = None,
 ) -> GraphResult:
     """Top-``k`` memories of ``sub`` by graph score (see the module docstring). ``seeds``: memory id ->
     score in [0, 1] of the seed memories; ``speakers``: the normalized names of who said them (no
-    bridge). ``ontology`` may be a callable that loads it: it is only needed once something was reached."""
+    bridge); ``texts``: the records read (seeds and neighbours), else ``sub.records``. ``ontology``
+    may be a callable that loads it: it is only needed once something was reached."""
     out = GraphResult()
     if not sub.entities:
         return out
@@ -198,7 +205,8 @@ def graph_candidates(
         traversal = _ppr(sub, onto, cfg, weights, named, seeds or {}, widened)
     else:
         traversal = {mid: score for mid, (score, _) in walked.items()}
-    bridged = _bridge(sub, cfg, seeds or {}, speakers)
+    words = frozenset(k for k in query.keys if " " not in k)  # the query's content words, normalized
+    bridged = _bridge(sub, cfg, seeds or {}, speakers, words, texts if texts is not None else sub.records)
     scores: dict[str, float] = {}
     for mid in traversal.keys() | bridged.keys():
         b = bridged[mid][0] if mid in bridged else 0.0
@@ -213,8 +221,9 @@ def graph_candidates(
     for mid, score in out.hits:
         if mid in bridged and (mid not in walked or bridged[mid][0] * cfg.bridge_weight
                                >= walked[mid][0] * cfg.traversal_weight):
-            _, seed, eid = bridged[mid]
-            out.paths[mid] = {"score": score, "hops": 1, "path": [], "bridge": {"memory": seed, "entity": names[eid]},
+            _, seed, eid, cont = bridged[mid]
+            out.paths[mid] = {"score": score, "hops": 1, "path": [],
+                              "bridge": {"memory": seed, "entity": names[eid], "continues": cont},
                               "text": f"shares {names[eid]} with memory {seed}"}
         elif mid in walked:
             path = walked[mid][1]
@@ -391,11 +400,13 @@ def _ppr(
     return {mid: float(r / top) for mid, r in zip(memory_ids, mem_rank, strict=True) if r > 0}
 
 
-def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float],
-            speakers: frozenset[str] = frozenset()) -> dict[str, tuple[float, str, str]]:
-    """Memory id -> (bridge score, seed memory, shared entity), see the module docstring. E.g. "the county
-    *Johnnycake* is in": text finds the Johnnycake memory, which names McDowell County, and the
-    answer's memory mentions McDowell County too. A seed's score is cubed so runner-up hits pass little."""
+def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float], speakers: frozenset[str],
+            words: frozenset[str], texts: Mapping[str, MemoryRecord]) -> dict[str, tuple[float, str, str, float]]:
+    """Memory id -> (bridge score, seed memory, shared entity, share of the leftover question words it
+    holds), see the module docstring. E.g. "the county *Johnnycake* is in": text finds the Johnnycake
+    memory, which names McDowell County, and the answer's memory mentions McDowell County too. A
+    seed's score is cubed so runner-up hits pass little. ``texts``: the records of seeds and
+    neighbours (a memory without one continues nothing)."""
     if cfg.bridge_weight <= 0 or not seeds:
         return {}
     linked = set(sub.linked.values())
@@ -405,16 +416,27 @@ def _bridge(sub: Subgraph, cfg: GraphSearchConfig, seeds: dict[str, float],
         by_entity.setdefault(eid, []).append(mid)
         of_memory.setdefault(mid, []).append(eid)
     best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:BRIDGE_SEEDS]
-    out: dict[str, tuple[float, str, str]] = {}
+    out: dict[str, tuple[float, str, str, float]] = {}
+    terms: dict[str, frozenset[str]] = {}
+
+    def said(mid: str) -> frozenset[str]:
+        if mid not in terms:
+            terms[mid] = content_words(texts[mid].memory) if mid in texts else frozenset()
+        return terms[mid]
+
     for seed, t in best:
+        left = words - said(seed)
         for eid in of_memory.get(seed, ()):
             degree = sub.degree.get(eid, 0)
             if eid in linked or not 2 <= degree <= cfg.bridge_max_degree or _who(sub.entities.get(eid), speakers):
                 continue
             score = t**3 * (1 + degree) ** -cfg.specificity
             for mid in by_entity[eid]:
-                if mid != seed and (mid not in out or score > out[mid][0]):
-                    out[mid] = (score, seed, eid)
+                if mid == seed:
+                    continue
+                cont = len(left & said(mid)) / len(left) if left else 0.0
+                if mid not in out or score * (1 + cont) > out[mid][0]:
+                    out[mid] = (score * (1 + cont), seed, eid, cont)
     return out
 
 

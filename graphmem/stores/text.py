@@ -8,6 +8,7 @@ plain words, not operators.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_TERMS = 64
@@ -42,6 +43,12 @@ def query_terms(text: str) -> list[str]:
         seen.setdefault(match.group(), None)
     terms = [t for t in seen if t not in STOPWORDS] or list(seen)
     return terms[:MAX_TERMS]
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Every distinct word of ``text`` that is not a stopword, normalized as entity names are
+    (:func:`graphmem.models.norm_name`), so it compares with a query's one-word n-grams."""
+    return frozenset(_WORD.findall(unicodedata.normalize("NFKC", text).casefold())) - STOPWORDS
 
 
 def fts5_phrase(term: str) -> str:
