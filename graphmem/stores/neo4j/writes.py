@@ -31,7 +31,6 @@ from ..base import (
     stale_entities,
     stale_memories,
     thread_key,
-    thread_scope,
     threaded,
 )
 from . import graph
@@ -103,13 +102,14 @@ def write_steps(
 
 
 def thread(memories: Sequence[NewMemory]) -> Statements[list[str | None]]:
-    """What each new memory follows (:func:`~graphmem.stores.records.threaded`), read after locking
-    the scopes' threads, which then point at this write's last memories."""
+    """What each new memory follows (:func:`~graphmem.stores.records.threaded`), read in the statement
+    that locks the scopes' threads and points them at this write's last memories."""
     if not memories:
         return []
-    scopes = list(dict.fromkeys(thread_scope(m.record) for m in memories))
-    rows = [{"key": thread_key(s), "scope": scope_props(*s)} for s in scopes]
-    found = {r["key"]: r["last"] for r in (yield run(memory_q.LOCK_THREADS, rows=rows))}
+    last = new_tails(memories)
+    scopes = sorted(last, key=thread_key)  # one lock order for every writer: no deadlock between two
+    rows = [{"key": thread_key(s), "scope": scope_props(*s), "last": last[s]} for s in scopes]
+    found = {r["key"]: r["last"] for r in (yield run(memory_q.ADVANCE_THREADS, rows=rows))}
     tails: dict[ThreadScope, str | None] = {}
     for s in scopes:
         tails[s] = found.get(thread_key(s))
@@ -118,8 +118,6 @@ def thread(memories: Sequence[NewMemory]) -> Statements[list[str | None]]:
             row = yield run(memory_q.newest_unfollowed(hint(scope), exact_scope_where(scope, "m", params)), params,
                             fetch="single")
             tails[s] = row["id"] if row is not None else None
-    last = [{"key": thread_key(s), "last": mid} for s, mid in new_tails(memories).items()]
-    yield run(memory_q.SET_THREADS, rows=last, fetch="consume")
     return threaded(memories, tails)
 
 

@@ -136,15 +136,15 @@ def history_ids_with_prefix(where: str) -> str:
             "RETURN DISTINCT h.memory_id AS id ORDER BY id LIMIT $limit")
 
 
-LOCK_THREADS: Final = (
+ADVANCE_THREADS: Final = (
     "UNWIND $rows AS r MERGE (t:GraphmemThread {key: r.key}) ON CREATE SET t += r.scope "
     "SET t._lock = true REMOVE t._lock "
-    "WITH r, t OPTIONAL MATCH (m:Memory {id: t.last}) RETURN r.key AS key, m.id AS last"
+    "WITH r, t OPTIONAL MATCH (m:Memory {id: t.last}) WITH r, t, m.id AS last "
+    "SET t.last = r.last RETURN r.key AS key, last"
 )
-"""Lock each scope's thread (created on its first write) before reading its last memory (``null``
-when deleted since), so that concurrent writers to one scope serialize and each follows what the one
-before it wrote."""
-SET_THREADS: Final = "UNWIND $rows AS r MATCH (t:GraphmemThread {key: r.key}) SET t.last = r.last"
+"""Lock each scope's thread (created on its first write), read its last memory (``null`` when deleted
+since) and point it at this write's last: concurrent writers to one scope serialize on the lock, and
+each follows what the one before it wrote."""
 
 
 def newest_unfollowed(hint: str, where: str) -> str:
