@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-import os
 import re
 import threading
-import time
 import unicodedata
 import uuid
 from collections.abc import Callable
@@ -35,28 +33,8 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-_ID_CLOCK = threading.Lock()
-_id_last = [0, 0]  # the last id's millisecond and its counter within it
-
-
-def uuid7() -> uuid.UUID:
-    """An RFC 9562 version-7 UUID: the Unix time in milliseconds, a 12-bit counter within the
-    millisecond (so one process's ids never go back), 62 random bits."""
-    with _ID_CLOCK:
-        ms, seq = time.time_ns() // 1_000_000, 0
-        if ms <= _id_last[0]:
-            ms, seq = _id_last[0], _id_last[1] + 1
-            if seq > 0xFFF:  # 4,096 ids in one millisecond: borrow the next one
-                ms, seq = ms + 1, 0
-        _id_last[:] = [ms, seq]
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    return uuid.UUID(int=(ms << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand)
-
-
 def new_id() -> str:
-    """Ids sort in creation order, so every cut "the first *n* by id" (a search's sample of an entity's
-    memories and facts) takes the same items when the same data is written again."""
-    return str(uuid7())
+    return str(uuid.uuid4())
 
 
 def to_utc(value: datetime) -> datetime:

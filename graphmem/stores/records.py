@@ -96,8 +96,8 @@ class GraphQuery:
     max_facts: int = 16
     """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
     max_mentions: int = 4
-    """Memories fetched per reached entity and per fact (its provenance), the first by memory id (ids
-    sort in creation order): a hub, or a fact many memories repeat, cannot flood the result."""
+    """Memories fetched per reached entity and per fact (its provenance), the first by memory id: a
+    hub, or a fact many memories repeat, cannot flood the result."""
     hub_degree: int = 64
     """An entity more memories than this mention is a hub: its degree is read, its memories and facts
     are not fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import MethodType
+from types import MethodType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -121,7 +121,7 @@ def deterministic(prefix: str) -> Iterator[Clock]:
     ids = itertools.count()
     clock = Clock()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("graphmem.models.uuid7", lambda: f"{prefix}-{next(ids):05d}")
+        mp.setattr("graphmem.models.uuid", SimpleNamespace(uuid4=lambda: f"{prefix}-{next(ids):05d}"))
         mp.setattr("graphmem.memory.utcnow", clock)
         yield clock
 
