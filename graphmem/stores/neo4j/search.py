@@ -128,9 +128,9 @@ def _first_hits(plan: CandidatePlan, row: Record) -> dict[str, list[dict[str, An
     return {"vh": row["vh"] if plan.vector else [], "fh": row["fh"] if plan.text else []}
 
 
-def _add_followers(cands: Candidates, plan: CandidatePlan, row: Record, n: int) -> None:
+def _add_followers(cands: Candidates, plan: CandidatePlan, row: Record, n: int) -> dict[str, list[dict[str, Any]]]:
     """The followers read with the first hits (``g_follow``), and which hits they are the followers
-    of: the seeds of those first hits, as the statement picked them."""
+    of: the seeds of those first hits, as the statement picked them. Returns those first hits."""
     first = _first_hits(plan, row)
     firsts = Candidates(vector=[(h["id"], 2.0 * float(h["s"]) - 1.0) for h in first["vh"]],
                         fulltext=[(h["id"], float(h["s"])) for h in first["fh"]])
@@ -139,6 +139,7 @@ def _add_followers(cands: Candidates, plan: CandidatePlan, row: Record, n: int) 
     cands.followed, cands.followers = frozenset(seed_ids(firsts, n)), followed.records
     if cands.fact_states is not None:
         cands.fact_states.update(followed.fact_states or {})
+    return first
 
 
 def candidate_plan(
@@ -368,8 +369,7 @@ def search_steps(
                               [*plan.columns, "g_follow", *q.SUBGRAPH_COLUMNS]), params, "single")
     cands = yield from finish_candidates(plan, row, big_until)
     assert row is not None  # finish_candidates raised otherwise
-    _add_followers(cands, plan, row, n)
-    first = _first_hits(plan, row)
+    first = _add_followers(cands, plan, row, n)
     # a fallback changed the hit lists: were the seeds the same?
     if cands.round_trips > 1 and cands.followed != set(seed_ids(cands, n)):
         sub = yield from neighbourhood_steps(scope, graph_query, seed_ids(cands, n), flt, vec, timed)
