@@ -263,3 +263,17 @@ def test_a_promotion_and_a_title_said_without_the_i(extractor: RuleExtractor) ->
     assert ("u-1", "jobTitle", "support team lead") in got
     got = facts(extractor, "user: My new title is head of quality.", ("user",), user="u-1")
     assert ("u-1", "jobTitle", "head of quality") in got
+
+
+def test_the_ontology_decides_when_one_relation_fits_the_two_classes(clinic: RuleExtractor) -> None:
+    """Two typed things linked in one clause, no predicate naming the relation: the clinic ontology admits
+    one relation from a clinician to a clinic, and from a drug to its prescriber."""
+    got = facts(clinic, "Kari: Dr. Okafor, the cardiologist at Royal Berkshire Hospital, put me on apixaban.")
+    assert ("Dr. Okafor", "worksAtClinic", "Royal Berkshire Hospital") in got
+    assert ("apixaban", "prescribedBy", "Dr. Okafor") in got
+    # a verb of its own says what it says; two people together may be anything; a negation says nothing
+    assert not any(r == "worksAtClinic" for _s, r, _t in
+                   facts(clinic, "Kari: Dr. Okafor visited Royal Berkshire Hospital."))
+    assert not facts(clinic, "Kari: Dr. Chen and Dr. Adeyemi are on the ward.")
+    assert not any(r == "prescribedBy" for _s, r, _t in
+                   facts(clinic, "Kari: Dr. Okafor didn't put me on apixaban."))

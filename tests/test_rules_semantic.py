@@ -41,8 +41,10 @@ def test_unspelled_predicates_and_nouns_map_by_meaning(clinic: Ontology, onnx: O
     assert triples(semantic, "I'm allergic to penicillin.") == {("kari", "hasAllergy", "penicillin")}
     assert triples(words, "I'm allergic to penicillin.") == set()
     # a light verb the ontology spells ("is taking"), its object typed by meaning; the speaker is never
-    # made a drug to fit "taken for"
-    assert triples(semantic, "I take metformin twice a day for my diabetes.") == {("kari", "takesDrug", "metformin")}
+    # made a drug to fit "taken for"; "my diabetes" is the speaker's condition (the one relation from a
+    # patient to a condition)
+    assert triples(semantic, "I take metformin twice a day for my diabetes.") == {
+        ("kari", "takesDrug", "metformin"), ("kari", "hasDiagnosis", "diabetes")}
     assert triples(semantic, "I take the bus to work.") == set()
 
 

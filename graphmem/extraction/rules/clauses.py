@@ -47,7 +47,7 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
     for tok in doc[s:e]:
         if tok.i in used or tok.pos_ not in ("VERB", "AUX", "ADJ"):
             continue
-        state = _state(tok)
+        state = clause_state(tok)
         if state == "unsaid":
             continue
         subjects = _subjects(ctx, tok)
@@ -221,7 +221,7 @@ def _pobj(prep: Token) -> Token | None:
     return next((c for c in prep.children if c.dep_ in ("pobj", "pcomp")), None)
 
 
-def _state(pred: Token) -> str:
+def clause_state(pred: Token) -> str:
     """``said`` (the clause states its relation), ``ended`` ("no longer", "not anymore", "used to",
     "formerly") or ``unsaid`` (negated or hedged: "don't", "maybe", "might")."""
     kids = list(pred.children)

@@ -76,7 +76,7 @@ class SemanticMap:
                     self._texts.append(form)
         self._names: npt.NDArray[np.float32] | None = None
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
-        self._classes: dict[tuple[str, tuple[str, ...], bool], str | None] = {}
+        self._classes: dict[tuple[str, tuple[str, ...], bool, float], str | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -103,22 +103,23 @@ class SemanticMap:
         preposition ("allergic to": "has an allergy to"; "manage at" is not "manages")."""
         return self._rank(" ".join(key), key[-1] if len(key) > 1 and key[-1] in self._prepositions else None)
 
-    def class_within(self, noun: str, allowed: Sequence[str], *, strict: bool = False) -> str | None:
+    def class_within(self, noun: str, allowed: Sequence[str], *, strict: bool = False,
+                     least: float = STRICT_CLASS_MIN) -> str | None:
         """The class (name) of ``noun`` among ``allowed`` (IRIs, with their subclasses), when one of
         their names is near it and not much farther than the noun's nearest class; else ``None``.
         ``strict`` (after a light verb, which says little: "I take metformin"): near enough by
-        :data:`STRICT_CLASS_MIN` and the nearest class of all."""
+        :data:`STRICT_CLASS_MIN` (or ``least``) and the nearest class of all."""
         if not len(self._class_of) or not allowed:
             return None
-        key = (noun, tuple(allowed), strict)
+        key = (noun, tuple(allowed), strict, least)
         if key not in self._classes:  # asked per triple ("a person" for each fact of the speaker)
             with self._lock:
                 if len(self._classes) > _CACHE_LIMIT:
                     self._classes.clear()
-            self._classes[key] = self._class_within(noun, allowed, strict)
+            self._classes[key] = self._class_within(noun, allowed, strict, least)
         return self._classes[key]
 
-    def _class_within(self, noun: str, allowed: Sequence[str], strict: bool) -> str | None:
+    def _class_within(self, noun: str, allowed: Sequence[str], strict: bool, least: float) -> str | None:
         sims = self._class_forms @ self._vector(noun)
         best: dict[str, float] = {}
         for iri, sim in zip(self._class_of, sims.tolist(), strict=True):
@@ -129,7 +130,7 @@ class SemanticMap:
         if not inside:
             return None
         iri, sim = max(inside.items(), key=lambda kv: kv[1])
-        least, margin = (STRICT_CLASS_MIN, 0.0) if strict else (CLASS_MIN, CLASS_MARGIN)
+        least, margin = (least, 0.0) if strict else (CLASS_MIN, CLASS_MARGIN)
         if sim < least or sim < max(best.values()) - margin:
             return None
         return classes[iri].name
