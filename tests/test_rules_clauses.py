@@ -271,6 +271,9 @@ def test_the_ontology_decides_when_one_relation_fits_the_two_classes(clinic: Rul
     got = facts(clinic, "Kari: Dr. Okafor, the cardiologist at Royal Berkshire Hospital, put me on apixaban.")
     assert ("Dr. Okafor", "worksAtClinic", "Royal Berkshire Hospital") in got
     assert ("apixaban", "prescribedBy", "Dr. Okafor") in got
+    # "her" is the person named before it: her cardiologist treats her
+    got = facts(clinic, "Kari: My mum Farida has asthma. Dr. Okafor, her cardiologist, is great.")
+    assert ("Dr. Okafor", "treats", "Farida") in got
     # a verb of its own says what it says; two people together may be anything; a negation says nothing
     assert not any(r == "worksAtClinic" for _s, r, _t in
                    facts(clinic, "Kari: Dr. Okafor visited Royal Berkshire Hospital."))

@@ -83,6 +83,7 @@ class RuleExtractor(Extractor):
     def _extract(self, res: Resources, chunk: str, context: ExtractionContext) -> Extraction:
         from . import classes, concepts, entities, memories  # spaCy's word lists load with these
         from .dates import find_times
+        from .pairs import chunk_pairs
         from .text import tokenize
 
         state = ChunkState(context)
@@ -106,6 +107,7 @@ class RuleExtractor(Extractor):
         names = frozenset(w for s in spoken for w in s.casefold().split())
         stated = _triples(res, state)  # first: reading the facts types the people "she" may stand for
         _name_pronouns(res, state)
+        stated += chunk_pairs(res, state, stated)  # after the pronouns: "her GP" is somebody's
         found, skipped = memories.memories(res.english, state.sentences, self.granularity, self.min_words,
                                            small_talk=self.small_talk, names=names, roles=context.roles,
                                            speakers=_speaker_names(state))

@@ -21,7 +21,7 @@ from ..contract import ExtractedTriple
 from .arguments import SentenceView, make
 from .clauses import clause_state
 from .resources import Resources
-from .state import norm
+from .state import NOT_THE_USER, ChunkState, Sentence, norm, role_of
 from .words import FIRST_PERSON
 
 if TYPE_CHECKING:
@@ -35,6 +35,22 @@ _EMPTY: Final = frozenset({"be", "have", "get", "put", "take", "keep", "give"})
 """Verbs that say almost nothing of their own, so the two things they join say what the relation is."""
 _NEAR: Final = 0.6
 """Least cosine between an untyped name and its nearest class for the types to decide (all-MiniLM-L6-v2)."""
+
+
+def chunk_pairs(res: Resources, state: ChunkState,
+                stated: list[tuple[Sentence, ExtractedTriple]]) -> list[tuple[Sentence, ExtractedTriple]]:
+    """:func:`pair_triples` of every user statement of the chunk, once its pronouns are named."""
+    out: list[tuple[Sentence, ExtractedTriple]] = []
+    known = {(t.source, t.relation, t.target) for _, t in stated}
+    for sent in state.sentences:
+        if role_of(sent.msg.speaker, state.context.roles) in NOT_THE_USER or sent.question:
+            continue
+        found = [t for s, t in stated if s is sent]
+        for t in pair_triples(res, SentenceView.of(state, sent), found):
+            if (t.source, t.relation, t.target) not in known:
+                known.add((t.source, t.relation, t.target))
+                out.append((sent, t))
+    return out
 
 
 def pair_triples(res: Resources, ctx: SentenceView, found: list[ExtractedTriple]) -> list[ExtractedTriple]:
@@ -106,6 +122,10 @@ def _ends(ctx: SentenceView, doc: Doc) -> list[tuple[str, Token]]:
             out.append((m.key, doc[m.start:m.end].root))
     if ctx.speaker in ctx.state.entities:
         out += [(ctx.speaker, tok) for tok in doc[s:e] if tok.lower_ in FIRST_PERSON or tok.lower_ == "my"]
+    for k, name in ctx.sent.pronouns.items():  # "her GP", not "she's on letrozole" (often a wrong guess)
+        key = ctx.state.index.get(norm(name))
+        if key is not None and doc[k].dep_ == "poss":
+            out.append((key, doc[k]))
     out.sort(key=lambda kt: kt[1].i)
     return out
 

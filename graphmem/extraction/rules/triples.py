@@ -13,7 +13,7 @@ from typing import Final
 
 from ...ontology.model import RelationInfo
 from ..contract import ExtractedTriple
-from . import clauses, copula, jobs, moves, pairs, roles, values
+from . import clauses, copula, jobs, moves, roles, values
 from .arguments import SentenceView, make, objects, place_after, subject, subjects, to_do
 from .clause_lexicon import LIGHT
 from .lexicon import RelationPattern
@@ -60,7 +60,6 @@ def sentence_triples(res: Resources, state: ChunkState, sent: Sentence) -> list[
     out += roles.role_triples(res, ctx, used)
     out += clauses.clause_triples(res, ctx, used)
     out += roles.email_triples(res, ctx)
-    out += pairs.pair_triples(res, ctx, out)
     return out
 
 
