@@ -223,6 +223,9 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     assert got == {("Kari", "referredTo", "Maple Street Psychology Centre")}
     assert not facts(clinic, "Kari: I take the bus.")
     assert facts(clinic, "Kari: My GP is Dr. Whitfield.") == {("Kari", "hasPrimaryPhysician", "Dr. Whitfield")}
+    # the copula's subject in the parse, not the name just before "is"
+    got = facts(clinic, "Kari: Dr. Aydin at Parkside Health Centre is my GP.")
+    assert ("Kari", "hasPrimaryPhysician", "Dr. Aydin") in got
     assert ("Kari", "caregiverOf", "Farida Haddad") in facts(clinic, "Kari: I look after my mum, Farida Haddad.")
     # no Person class: the class above those its definitions call a person (care participant) stands in
     assert ("Mrs Patel", "treatedBy", "Dr. Adeyemi") in facts(clinic, "Kari: Mrs Patel sees Dr. Adeyemi monthly.")

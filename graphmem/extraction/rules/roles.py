@@ -219,12 +219,25 @@ def _role_targets(ctx: SentenceView, b: int, pos_tok: int) -> tuple[list[str], i
         return [ctx.speaker], literal_at  # not "French is my first language, I'm ...": a new clause
     j = pos_tok - 1
     if j >= s and (msg.lemmas[j] == "be" or msg.lowers[j] in _BE):
+        if (subj := _parsed_subject(ctx, j)) is not None:
+            return [subj], literal_at  # "Dr. Aydin at Parkside Health Centre is my GP": Dr. Aydin
         j -= 1
         if j >= s and (j + 1) in ctx.ment_end:
             return [ctx.ment_end[j + 1].key], literal_at
         if j >= s and msg.lowers[j] in FIRST_PERSON and ctx.speaker is not None:
             return [ctx.speaker], literal_at
     return [], literal_at
+
+
+def _parsed_subject(ctx: SentenceView, be: int) -> str | None:
+    """The mention the parse makes the subject of the copula at ``be``, when one is."""
+    doc = ctx.sent.msg.doc
+    if doc is None:
+        return None
+    subj = next((c for c in doc[be].children if c.dep_ == "nsubj"), None)
+    if subj is None:
+        return None
+    return next((m.key for m in ctx.sent.mentions if m.start <= subj.i < m.end), None)
 
 
 def _apply_roles(res: Resources, ctx: SentenceView, roles: list[tuple[RelationInfo, Direction]], possessor: str,
