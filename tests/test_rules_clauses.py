@@ -226,6 +226,9 @@ def test_another_ontology_by_its_labels_alone(clinic: RuleExtractor) -> None:
     # the copula's subject in the parse, not the name just before "is"
     got = facts(clinic, "Kari: Dr. Aydin at Parkside Health Centre is my GP.")
     assert ("Kari", "hasPrimaryPhysician", "Dr. Aydin") in got
+    # "with Dr. Fischer" is the check-up's (a class the ontology names), not a doctor the speaker has
+    assert not any(r == "hasPrimaryPhysician" for _s, r, _t in
+                   facts(clinic, "Kari: I have a check-up with Dr. Fischer on March 9."))
     assert ("Kari", "caregiverOf", "Farida Haddad") in facts(clinic, "Kari: I look after my mum, Farida Haddad.")
     # no Person class: the class above those its definitions call a person (care participant) stands in
     assert ("Mrs Patel", "treatedBy", "Dr. Adeyemi") in facts(clinic, "Kari: Mrs Patel sees Dr. Adeyemi monthly.")

@@ -63,7 +63,8 @@ def clause_triples(res: Resources, ctx: SentenceView, used: set[int]) -> list[Ex
             if not rels and particles and len(key) > 1 + len(particles):  # "lives up in Kiruna": lives in
                 key = tuple(w for w in key if w not in particles)
                 rels = lex.lookup(key, past)
-            if not rels and len(key) > 1 and key[0] in LIGHT and not _holds_a_job(pred):
+            if not rels and len(key) > 1 and key[0] in LIGHT and not _holds_a_job(pred) \
+                    and not _of_a_class_noun(res, pred, obj_tok):
                 rels = _by_range(res, ctx, key[-1], obj_tok)  # then the subject must show its class too
                 if rels:
                     who = [k for k in subjects if _typed_within(res, ctx, k, rels[0].domain)]
@@ -128,6 +129,17 @@ def _acted_on(ctx: SentenceView, pred: Token, obj: Token) -> str | None:
         return None
     direct = next((c for c in pred.children if c.dep_ == "dobj" and c is not obj), None)
     return _entity_at(ctx, direct) if direct is not None else None
+
+
+def _of_a_class_noun(res: Resources, pred: Token, obj: Token) -> bool:
+    """"I have a check-up with Dr. Fischer": the preposition hangs from a noun the ontology names as a
+    class (an appointment), so what follows is that thing's, not the subject's."""
+    holder = obj.head.head if obj.head.dep_ == "prep" else obj.head
+    if holder.i == pred.i:
+        return False
+    left = min([holder.i, *(c.i for c in holder.lefts if c.dep_ in ("compound", "punct"))])
+    words = tuple(t.lemma_.lower() for t in holder.doc[left:holder.i + 1])
+    return any(words[k:] in res.lexicon.class_words for k in range(len(words)))
 
 
 def _holds_a_job(pred: Token) -> bool:
