@@ -72,3 +72,14 @@ def test_only_a_semantic_embedder_maps(tmp_path: Path) -> None:
             m.add("I'm allergic to penicillin.", user_id="kari")
             found[name] = {(f["relation_name"], f["target"]["name"]) for f in m.facts(user_id="kari")["results"]}
     assert found == {"default": {("cl:hasAllergy", "penicillin")}, "hashing": set()}
+
+
+def test_a_name_beside_a_kin_word_is_a_person_he_can_stand_for(clinic: Ontology, onnx: OnnxEmbedder) -> None:
+    """The clinic ontology has no class for a father; "father" means no more than its person class, so
+    Harold is a person and "he" is Harold."""
+    semantic = RuleExtractor(clinic, granularity="message", embedder=onnx)
+    got = triples(semantic, "I'm writing about my father, Harold Finch. He's on donepezil, 10 mg at night.")
+    assert ("Harold Finch", "takesDrug", "donepezil") in got
+    # a noun nearer a narrower class is not a kin word: "my GP, Dr. Lund" stays the GP
+    got = triples(semantic, "My GP, Dr. Lund, is lovely. He's on holiday.")
+    assert not any(t[0] == "Dr. Lund" and t[1] == "takesDrug" for t in got)

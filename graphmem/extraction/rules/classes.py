@@ -68,6 +68,31 @@ def type_from_context(res: Resources, state: ChunkState, sent: Sentence) -> None
             ent.set_type(cls, 1)
 
 
+def people_by_kin(res: Resources, state: ChunkState, sent: Sentence) -> None:
+    """A name set beside someone's noun that means no more than "a person" ("my father, Harold Finch",
+    "her husband Tom") is a person, so "he" can stand for it. Asked of the store's semantic embedder
+    only for names nothing else typed; a noun nearer a narrower class ("my GP") is left to the rules
+    that read class words."""
+    person = res.lexicon.person_class
+    doc = sent.msg.doc
+    if person is None or res.semantic is None or doc is None:
+        return
+    iri = res.ontology.resolve_class(person)
+    for m in sent.mentions:
+        ent = state.entities.get(m.key)
+        if m.kind != "cap" or ent is None or ent.type is not None:
+            continue
+        root = doc[m.start:m.end].root
+        nouns = [root.head] if root.dep_ in ("appos", "compound") else []
+        nouns += [c for c in root.children if c.dep_ in ("appos", "compound") and c.i < m.start]
+        for noun in nouns:
+            if noun.pos_ != "NOUN" or not any(c.dep_ == "poss" for c in noun.children):
+                continue
+            if iri is not None and res.semantic.class_within(noun.lower_, [iri], strict=True) == person:
+                ent.set_type(person, 2)
+                break
+
+
 def _is_place(ontology: Ontology, cls: str) -> bool:
     return ontology.resolve_class("Place") is not None and ontology.is_subclass(cls, "Place")
 

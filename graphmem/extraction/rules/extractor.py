@@ -101,6 +101,7 @@ class RuleExtractor(Extractor):
                 concepts.add_compounds(res.english, state, sent)
         for sent in state.sentences:
             classes.type_from_context(res, state, sent)
+            classes.people_by_kin(res, state, sent)
             sent.times = find_times(sent.text, context.reference_time)
         # speakers' names, also those learnt from an introduction: "Hello, I'm Kenji." says nothing more
         spoken = [*context.speakers, *(state.entities[k].name for k in state.speakers.values())]
