@@ -33,6 +33,8 @@ _MAX_PATH: Final = 4
 """Dependency edges between the two mentions' heads: a clause's subject, object and their modifiers."""
 _EMPTY: Final = frozenset({"be", "have", "get", "put", "take", "keep", "give"})
 """Verbs that say almost nothing of their own, so the two things they join say what the relation is."""
+_COMMON: Final = frozenset({"concept", "np"})
+"""Mentions of lowercase noun phrases ("high blood pressure"): never the subject or the head of a pair."""
 _NEAR: Final = 0.6
 """Least cosine between an untyped name and its nearest class for the types to decide (all-MiniLM-L6-v2)."""
 
@@ -65,20 +67,22 @@ def pair_triples(res: Resources, ctx: SentenceView, found: list[ExtractedTriple]
         return []
     index = ctx.state.index
     values = {index.get(norm(t.target)) for t in found if _is_value(res, t)}
-    ends = [(k, tok) for k, tok in _ends(ctx, doc) if k not in values]
+    ends = [end for end in _ends(ctx, doc) if end[0] not in values]
+    named = {k for k, _, name in ends if name}
     related = {frozenset((index.get(norm(t.source)), index.get(norm(t.target)))) for t in found}
     out: list[ExtractedTriple] = []
-    for i, (a, ta) in enumerate(ends):
-        for b, tb in ends[i + 1:]:
+    for i, (a, ta, _) in enumerate(ends):
+        for b, tb, _ in ends[i + 1:]:
             pair = frozenset((a, b))
-            if a == b or pair in related or (link := _link(ta, tb)) is None or _unsaid(link):
+            if a == b or pair in related or (link := _link(res, ta, tb)) is None or _unsaid(link):
                 continue
             if link.pos_ in ("VERB", "AUX"):
-                if not (link.lemma_.lower() in _EMPTY and _subject_of(link, ta, tb)):
+                subject = _subject_of(link, (a, ta), (b, tb))
+                if link.lemma_.lower() not in _EMPTY or subject not in named:
                     continue  # a verb of its own says what it says ("we build the returns service")
                 ways = [(a, b), (b, a)]
-            elif (way := _noun_phrase_way(link, (a, ta), (b, tb))) is None:
-                continue
+            elif (way := _noun_phrase_way(link, (a, ta), (b, tb))) is None or way[0] not in named:
+                continue  # "the cooking school in the corporate office": a common noun's relations are vague
             else:
                 ways = [way]
             choice = _one_relation(res, ctx, narrow, ways)
@@ -112,27 +116,28 @@ def _between_people(res: Resources, rel: RelationInfo, person: str) -> bool:
     return all(onto.is_subclass(c, person) or onto.is_subclass(person, c) for c in (*rel.domain, *rel.range))
 
 
-def _ends(ctx: SentenceView, doc: Doc) -> list[tuple[str, Token]]:
-    """(entity key, head token) of each mention of the sentence and of the speaker's "I"/"my", in order
-    ("she" is left out: who she is is a guess, and a wrong one types nothing here)."""
+def _ends(ctx: SentenceView, doc: Doc) -> list[tuple[str, Token, bool]]:
+    """(entity key, head token, whether it is named) of each mention of the sentence, of the speaker's
+    "I"/"my" and of a possessive pronoun whose person is known ("her GP"), in order."""
     s, e = ctx.sent.start, ctx.sent.end
-    out: list[tuple[str, Token]] = []
+    out: list[tuple[str, Token, bool]] = []
     for m in ctx.sent.mentions:
         if m.kind != "demonym":  # "French": a country, a language or a people, which the types cannot tell
-            out.append((m.key, doc[m.start:m.end].root))
+            out.append((m.key, doc[m.start:m.end].root, m.kind not in _COMMON))
     if ctx.speaker in ctx.state.entities:
-        out += [(ctx.speaker, tok) for tok in doc[s:e] if tok.lower_ in FIRST_PERSON or tok.lower_ == "my"]
+        out += [(ctx.speaker, tok, True) for tok in doc[s:e] if tok.lower_ in FIRST_PERSON or tok.lower_ == "my"]
     for k, name in ctx.sent.pronouns.items():  # "her GP", not "she's on letrozole" (often a wrong guess)
         key = ctx.state.index.get(norm(name))
         if key is not None and doc[k].dep_ == "poss":
-            out.append((key, doc[k]))
+            out.append((key, doc[k], True))
     out.sort(key=lambda kt: kt[1].i)
     return out
 
 
-def _link(a: Token, b: Token) -> Token | None:
-    """The lowest common head of two tokens when the path between them is short and passes no verb but
-    that head: they belong to one clause."""
+def _link(res: Resources, a: Token, b: Token) -> Token | None:
+    """The lowest common head of two tokens when the path between them is short, passes no verb but that
+    head (one clause), no noun but one naming a class ("her cardiologist at": not "a member of", which
+    says a relation of its own), and does not merely list them ("Switzerland and the EU")."""
     up_a = [a, *a.ancestors]
     up_b = [b, *b.ancestors]
     at_b = {t.i: n for n, t in enumerate(up_b)}
@@ -144,7 +149,9 @@ def _link(a: Token, b: Token) -> Token | None:
     if len(path) > _MAX_PATH:
         return None
     inner = [t for t in path if t.i not in (a.i, b.i)]
-    if any(t.pos_ in ("VERB", "AUX") for t in inner):
+    if any(t.pos_ in ("VERB", "AUX") for t in inner) or any(t.dep_ == "conj" for t in path):
+        return None
+    if any(t.pos_ == "NOUN" and (t.lemma_.lower(),) not in res.lexicon.class_words for t in inner):
         return None
     if any(t.dep_ == "poss" for t in inner):
         return None  # "my mum's asthma" is not mine
@@ -162,15 +169,15 @@ def _noun_phrase_way(head: Token, *ends: tuple[str, Token]) -> tuple[str, str] |
     return None
 
 
-def _subject_of(verb: Token, *ends: Token) -> bool:
-    """Whether one end is the verb's subject (or names it: "Dr. Okafor, her cardiologist, put her on")."""
-    for end in ends:
+def _subject_of(verb: Token, *ends: tuple[str, Token]) -> str | None:
+    """The end that is the verb's subject (or names it: "Dr. Okafor, her cardiologist, put me on")."""
+    for key, end in ends:
         tok = end
         while tok.dep_ in ("appos", "compound", "flat", "poss") and tok.head.i != tok.i:
             tok = tok.head
         if tok.dep_ in ("nsubj", "nsubjpass") and tok.head.i == verb.i:
-            return True
-    return False
+            return key
+    return None
 
 
 def _unsaid(head: Token) -> bool:
