@@ -15,7 +15,9 @@ but the same output shape:
   ``concepts=False``, lowercase noun compounds (``concepts``: "support group", "mental health");
 * triples (``triples``, ``roles``, ``values``, over ``arguments``): "X <relation label or synonym> Y"
   inside a sentence, role nouns ("Maya's manager Tomás", "my sister Inês"), and datatype values (dates,
-  ages, emails, job titles).
+  ages, emails, job titles); where no words name it, ``pairs``: the one relation the ontology's domains
+  and ranges admit between two typed things of a clause ("Dr. Okafor, the cardiologist at Royal
+  Berkshire Hospital").
 
 Search relies on entities shared between memories, so names are normalized the same way everywhere
 and short forms ("Snow" after "Hank Snow", "Mel" for the speaker "Melanie") become aliases. What the

@@ -41,29 +41,31 @@ _NEAR: Final = 0.6
 
 def chunk_pairs(res: Resources, state: ChunkState,
                 stated: list[tuple[Sentence, ExtractedTriple]]) -> list[tuple[Sentence, ExtractedTriple]]:
-    """:func:`pair_triples` of every user statement of the chunk, once its pronouns are named."""
+    """The pairs' triples of every user statement of the chunk (once its pronouns are named) that the
+    chunk does not state already."""
+    person = res.lexicon.person_class
+    narrow = tuple(r for r in _narrow_relations(res.ontology)
+                   if person is None or not _between_people(res, r, person))
     out: list[tuple[Sentence, ExtractedTriple]] = []
+    if not narrow:
+        return out
     known = {(t.source, t.relation, t.target) for _, t in stated}
     for sent in state.sentences:
         if role_of(sent.msg.speaker, state.context.roles) in NOT_THE_USER or sent.question:
             continue
         found = [t for s, t in stated if s is sent]
-        for t in pair_triples(res, SentenceView.of(state, sent), found):
+        for t in _pair_triples(res, SentenceView.of(state, sent), narrow, found):
             if (t.source, t.relation, t.target) not in known:
                 known.add((t.source, t.relation, t.target))
                 out.append((sent, t))
     return out
 
 
-def pair_triples(res: Resources, ctx: SentenceView, found: list[ExtractedTriple]) -> list[ExtractedTriple]:
+def _pair_triples(res: Resources, ctx: SentenceView, narrow: tuple[RelationInfo, ...],
+                  found: list[ExtractedTriple]) -> list[ExtractedTriple]:
     """The triples of the sentence's linked typed pairs that nothing else in it relates."""
     doc = ctx.sent.msg.doc
     if doc is None:
-        return []
-    narrow = _narrow_relations(res.ontology)
-    person = res.lexicon.person_class
-    narrow = tuple(r for r in narrow if person is None or not _between_people(res, r, person))
-    if not narrow:
         return []
     index = ctx.state.index
     values = {index.get(norm(t.target)) for t in found if _is_value(res, t)}
