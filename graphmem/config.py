@@ -334,8 +334,8 @@ class GraphSearchConfig(_Section):
     max_facts: int = Field(16, ge=1, le=10_000)
     """Facts read per expanded entity per hop, so a hub costs no more than a leaf."""
     max_mentions: int = Field(4, ge=1, le=10_000)
-    """Memories fetched per reached entity, and per fact (its first supporting memories by id), so a
-    hub or a fact many memories repeat cannot flood the walk."""
+    """Memories fetched per reached entity, and per fact (its supporting memories), the newest first,
+    so a hub or a fact many memories repeat cannot flood the walk."""
     hub_degree: int = Field(64, ge=1)
     """An entity more memories than this mention is a hub: only its degree is read, not its memories
     or facts (a sample of a name that common says nothing, and reading it cost most of the walk)."""

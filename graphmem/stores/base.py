@@ -248,9 +248,10 @@ class Store(ABC):
     def entity_memories(
         self, scope: Scope, ids: Sequence[str], limit: int, hub_degree: int
     ) -> dict[str, tuple[int, list[str]]]:
-        """Per given entity in scope: how many memories mention it (its degree) and the first
-        ``limit`` of their ids in id order, or none when the degree exceeds ``hub_degree`` (a hub's
-        mentions are never read). An entity nothing mentions gets ``(0, [])``."""
+        """Per given entity in scope: how many memories mention it (its degree) and the ids of the newest
+        ``limit`` of them (by ``created_at``, then the last written), or none when the degree exceeds
+        ``hub_degree`` (a hub's mentions are never read). An entity nothing mentions gets ``(0, [])``.
+        Newest first, not by id: two stores of the same writes then read the same memories."""
 
     @abstractmethod
     def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -263,7 +264,8 @@ class Store(ABC):
     ) -> list[Relation]:
         """Per given entity, its first ``limit`` facts in scope by fact id, either direction, valid at
         ``as_of`` (``None``: open; ``history``: any time); each fact once, sorted by id, its
-        ``memory_ids`` cut to the first ``support`` by id. An entity given twice counts once."""
+        ``memory_ids`` cut to the newest ``support`` (as :meth:`entity_memories` cuts mentions), listed
+        by id. An entity given twice counts once."""
 
     @abstractmethod
     def records(

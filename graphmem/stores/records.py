@@ -96,8 +96,8 @@ class GraphQuery:
     max_facts: int = 16
     """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
     max_mentions: int = 4
-    """Memories fetched per reached entity and per fact (its provenance), the first by memory id: a
-    hub, or a fact many memories repeat, cannot flood the result."""
+    """Memories fetched per reached entity and per fact (its provenance), the newest first: a hub, or a
+    fact many memories repeat, cannot flood the result."""
     hub_degree: int = 64
     """An entity more memories than this mention is a hub: its degree is read, its memories and facts
     are not fetched (a sample of a name that common says nothing; reading it cost most of the walk)."""
@@ -142,8 +142,8 @@ class Subgraph:
     entities: dict[str, Entity] = field(default_factory=dict)
     """Every reached entity (linked, seeded, through facts)."""
     relations: list[Relation] = field(default_factory=list)
-    """Facts touching the expanded entities, sorted by id; ``memory_ids`` holds each one's first
-    ``max_mentions`` supporting memories by id, not all of them."""
+    """Facts touching the expanded entities, sorted by id; ``memory_ids`` holds each one's newest
+    ``max_mentions`` supporting memories, not all of them."""
     mentions: list[tuple[str, str]] = field(default_factory=list)
     """(memory id, entity id): up to ``max_mentions`` memories of each reached entity that is not a
     hub (``hub_degree``), and every entity of the seed memories; sorted, no repeats."""

@@ -411,13 +411,17 @@ def check_caps(w: World) -> None:
     assert set(cut.degree) == set(cut.entities)
     assert cut.relations == [r for r in full.relations if r.source_id in cut.entities
                              and (r.target_id is None or r.target_id in cut.entities)]
-    # A fact's provenance is cut like an entity's mentions: its first max_mentions memories by id.
+    # A fact's provenance is cut like an entity's mentions: its newest max_mentions memories, whatever
+    # their ids (the first of them written is left out).
     repeated = next(r for r in store.relations(scope) if r.source_id == store.find_entities(scope, ["gil"])["gil"].id)
-    support = sorted(repeated.memory_ids)
+    support = repeated.memory_ids
     assert len(support) == len(REPEATED_TEXTS) > MAX_MENTIONS
+    written = {m: rec.created_at for m in support if (rec := store.get(m, scope)) is not None}
+    newest = sorted(support, key=written.__getitem__, reverse=True)[:MAX_MENTIONS]
+    oldest = min(support, key=written.__getitem__)
     gil = store.neighbourhood(scope, GraphQuery(keys=("gil",), depth=1, max_mentions=MAX_MENTIONS))
-    assert [r.memory_ids for r in gil.relations] == [support[:MAX_MENTIONS]]
-    assert set(gil.records) == {m for m, _ in gil.mentions} == set(support[:MAX_MENTIONS])
+    assert [sorted(r.memory_ids) for r in gil.relations] == [sorted(newest)]
+    assert set(gil.records) == {m for m, _ in gil.mentions} == set(newest) and oldest not in gil.records
     # Only what a hop reached is expanded by the next: the second hop starts from those four.
     deep = walk(2, 64, 4)
     beyond = {e for r in store.relations(scope, include_closed=False) if r.source_id in want or r.target_id in want

@@ -559,9 +559,15 @@ class MemoryStore(Store):
             mentioned.setdefault(e, []).append(m)
         out: dict[str, tuple[int, list[str]]] = {}
         for eid in self.entities(scope, ids):
-            memories = sorted(mentioned.get(eid, []))
-            out[eid] = (len(memories), [] if len(memories) > hub_degree else memories[:limit])
+            memories = mentioned.get(eid, [])
+            out[eid] = (len(memories), [] if len(memories) > hub_degree else self._newest(memories)[:limit])
         return out
+
+    def _newest(self, memory_ids: Iterable[str]) -> list[str]:
+        """The memories newest first, then last written first (the contract's cut of mentions and support)."""
+        written = {m: i for i, m in enumerate(self._tables.memories)}
+        return sorted((m for m in memory_ids if m in written),
+                      key=lambda m: (self._tables.memories[m].record.created_at, written[m]), reverse=True)
 
     def memory_entities(self, scope: Scope, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         wanted = set(memory_ids)
@@ -576,7 +582,7 @@ class MemoryStore(Store):
         found: dict[str, Relation] = {}
         for eid in dict.fromkeys(entity_ids):
             for f in [f for f in valid if eid in (f.source_id, f.target_id)][:limit]:
-                found[f.id] = f.model_copy(update={"memory_ids": sorted(f.memory_ids)[:support]})
+                found[f.id] = f.model_copy(update={"memory_ids": sorted(self._newest(f.memory_ids)[:support])})
         return sorted(found.values(), key=lambda f: f.id)
 
     def list_entities(self, scope: Scope, query: EntityQuery) -> list[Entity]:

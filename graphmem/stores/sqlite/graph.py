@@ -98,6 +98,10 @@ def backfill_name_keys(conn: sqlite3.Connection, scope_key: str) -> None:
     conn.executemany("UPDATE entities SET name_key = ? WHERE id = ?", [(k, i) for i, k in first.values()])
 
 
+NEWEST_FIRST = "m.created_at DESC, m.rowid DESC"
+"""How a search's walk cuts an entity's mentions and a fact's support (memories ``m``): the newest
+written first, so two stores of the same writes read the same memories, whatever their random ids
+(Neo4j's order is the same: ``created_at``, then ``seq``)."""
 _REL_COLUMNS = "r.id, r.source_id, r.relation, r.target_id, r.value, r.datatype, r.valid_from, r.valid_to, " \
     "r.created_at, r.user_id, r.agent_id, r.run_id"
 
@@ -123,7 +127,7 @@ def _relations(
     conn: sqlite3.Connection, where: str, params: Sequence[Any], support_limit: int | None = None,
     order: str = "ORDER BY r.rowid",
 ) -> list[Relation]:
-    """``support_limit``: each fact's first memories by id only (a search's cut, see ``neighbourhood``)."""
+    """``support_limit``: each fact's newest memories only (a search's cut, see ``neighbourhood``)."""
     rows = conn.execute(f"SELECT {_REL_COLUMNS} FROM relations AS r WHERE {where} {order}", params).fetchall()
     support: dict[str, list[str]] = {r["id"]: [] for r in rows}
     ids = list(support)
@@ -132,8 +136,9 @@ def _relations(
         query = f"SELECT relation_id, memory_id FROM relation_support WHERE relation_id IN ({_marks(len(part))})"
         args: list[Any] = list(part)
         if support_limit is not None:
-            query = (f"SELECT relation_id, memory_id FROM (SELECT relation_id, memory_id, row_number() OVER "
-                     f"(PARTITION BY relation_id ORDER BY memory_id) AS n FROM ({query})) WHERE n <= ?")
+            query = (f"SELECT relation_id, memory_id FROM (SELECT x.relation_id, x.memory_id, row_number() OVER "
+                     f"(PARTITION BY x.relation_id ORDER BY {NEWEST_FIRST}) AS n FROM ({query}) x "
+                     "JOIN memories m ON m.id = x.memory_id) WHERE n <= ?")
             args.append(support_limit)
         for rid, mid in conn.execute(query + " ORDER BY relation_id, memory_id", args):
             support[rid].append(mid)
@@ -427,7 +432,8 @@ def entity_memories(
             part).fetchall())
         for eid, d in degree.items():
             out[eid] = (d, [] if d > hub_degree else [m for (m,) in conn.execute(
-                "SELECT memory_id FROM mentions WHERE entity_id = ? ORDER BY memory_id LIMIT ?", (eid, limit))])
+                "SELECT x.memory_id FROM mentions x JOIN memories m ON m.id = x.memory_id WHERE x.entity_id = ? "
+                f"ORDER BY {NEWEST_FIRST} LIMIT ?", (eid, limit))])
     return out
 
 

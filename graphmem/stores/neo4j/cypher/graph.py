@@ -345,14 +345,26 @@ _EITHER_END: Final = (
 """Facts of ``e`` in both directions (MENTIONS are not facts: skipped by type)."""
 
 
+NEWEST_FIRST: Final = "m.created_at DESC, m.seq DESC"
+"""How a search's walk cuts an entity's mentions and a fact's support (memories ``m``): the newest
+written first, as the SQLite store does, so two stores of the same writes read the same memories."""
+
+
+def newest_support(limit: str) -> str:
+    """A subquery over fact ``r``: the ids of its newest ``limit`` supporting memories, in id order, as
+    ``prov``."""
+    return (f"UNWIND coalesce(r.memory_ids, []) AS mid MATCH (m:Memory {{id: mid}}) WITH m ORDER BY {NEWEST_FIRST} "
+            f"LIMIT {limit} WITH m.id AS mid ORDER BY mid RETURN collect(mid) AS prov")
+
+
 def entity_memories(where: str) -> str:
-    """Per entity ``$ids`` in ``where``: its degree and, unless more than ``$hub``, its first ``$limit``
+    """Per entity ``$ids`` in ``where``: its degree and, unless more than ``$hub``, its newest ``$limit``
     memory ids (the degree test comes first: a hub's mentions are never read)."""
     return (
         f"UNWIND $ids AS id MATCH (e:Entity {{id: id}}) WHERE {where} "
         "WITH e, COUNT { (e)<-[:MENTIONS]-() } AS d "
-        "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $hub WITH m.id AS mid ORDER BY mid LIMIT $limit "
-        "RETURN collect(mid) AS mids } "
+        f"CALL (e, d) {{ MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $hub WITH m ORDER BY {NEWEST_FIRST} LIMIT $limit "
+        "RETURN collect(m.id) AS mids } "
         "RETURN e.id AS id, d, mids"
     )
 
@@ -364,14 +376,13 @@ def memory_entities(where: str) -> str:
 
 def facts(fact_where: str) -> str:
     """Per entity ``$ids``, its first ``$limit`` facts by id in ``fact_where``, each once, with the
-    first ``$support`` memories of its provenance."""
+    newest ``$support`` memories of its provenance."""
     return (
         "UNWIND $ids AS id MATCH (e:Entity {id: id}) "
         f"CALL (e) {{ CALL (e) {{ {_EITHER_END} }} WITH r, s, o WHERE {fact_where} "
         "WITH r, s, o ORDER BY r.id LIMIT $limit RETURN r, s, o } "
         "WITH DISTINCT r, s, o "
-        "CALL (r) { UNWIND coalesce(r.memory_ids, []) AS mid WITH mid ORDER BY mid LIMIT $support "
-        "RETURN collect(mid) AS prov } "
+        f"CALL (r) {{ {newest_support('$support')} }} "
         f"RETURN {rel_proj('r', 'prov')} AS fact, s.id AS source, CASE WHEN o:Entity THEN o.id END AS target, "
         "CASE WHEN o:Value THEN o.value END AS value, CASE WHEN o:Value THEN o.datatype END AS datatype"
     )

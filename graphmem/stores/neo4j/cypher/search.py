@@ -11,6 +11,7 @@ from ....models import Scope, to_utc
 from ...base import GraphQuery
 from ...text import QUESTION_MARKS, STOPWORDS
 from . import MEMORY_ROW, SIM, entity_proj, rel_proj, scope_where
+from .graph import NEWEST_FIRST, newest_support
 
 # --------------------------------------------------------------------------------------------------
 # Search: candidates (vector and full-text hits)
@@ -321,19 +322,18 @@ def neighbourhood_cypher(
             f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh AS g_frontier, g_facts + g_found AS g_facts",
         ]
     parts += [
-        # Facts whose ends were both reached (a literal's subject alone), each with its first
-        # max_mentions supporting memories by id, as an entity's mentions are cut.
+        # Facts whose ends were both reached (a literal's subject alone), each with its newest
+        # max_mentions supporting memories, as an entity's mentions are cut.
         "CALL (g_facts, g_seen) { UNWIND g_facts AS f WITH DISTINCT f[0] AS r, f[1] AS s, f[2] AS o "
         "WHERE s IN g_seen AND (o:Value OR o IN g_seen) "
-        "CALL (r) { UNWIND coalesce(r.memory_ids, []) AS mid WITH mid ORDER BY mid LIMIT $g_max_mentions "
-        "RETURN collect(mid) AS prov } "
+        f"CALL (r) {{ {newest_support('$g_max_mentions')} }} "
         f"RETURN collect({{fact: {rel_proj('r', 'prov')}, source: s.id, target: CASE WHEN o:Entity THEN o.id END, "
         "value: CASE WHEN o:Value THEN o.value END, datatype: CASE WHEN o:Value THEN o.datatype END}) AS g_rels, "
         "collect(prov) AS g_prov }",
-        # Per reached entity: its degree and, unless it is a hub, its first memories by id (the degree
+        # Per reached entity: its degree and, unless it is a hub, its newest memories (the degree
         # test comes first, so a hub's mentions are never read), kept as nodes for their records.
         f"CALL (g_seen) {{ UNWIND g_seen AS e WITH e, {_DEGREE.format(v='e')} AS d "
-        "CALL (e, d) { MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m ORDER BY m.id "
+        f"CALL (e, d) {{ MATCH (e)<-[:MENTIONS]-(m) WHERE d <= $g_hub_degree WITH m ORDER BY {NEWEST_FIRST} "
         "LIMIT $g_max_mentions RETURN collect(m) AS ms } "
         f"RETURN collect({{e: {entity_proj('e')}, deg: d, mids: [m IN ms | m.id]}}) AS g_ents, "
         "collect(ms) AS g_ment }",
