@@ -229,8 +229,8 @@ class Store(ABC):
 
         Expansion: the linked entities and those ``seed_memories`` mention are reached and form the
         first frontier (cut to ``max_frontier`` in the stated order). Each hop reads, per frontier
-        entity, its first ``max_facts`` facts by id (valid at ``as_of``, or open; either direction);
-        their unseen in-scope ends, ordered by (mentions, id) and cut to ``max_frontier``, are reached
+        entity, its newest ``max_facts`` facts (valid at ``as_of``, or open; either direction); their
+        unseen in-scope ends, ordered by (mentions, created_at, id) and cut to ``max_frontier``, are reached
         and form the next frontier. Facts are kept when both ends (a datatype fact: its source) are
         reached. Degrees are read for every reached entity, mentions for those that are not hubs.
 
@@ -262,10 +262,10 @@ class Store(ABC):
         self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
         history: bool = False,
     ) -> list[Relation]:
-        """Per given entity, its first ``limit`` facts in scope by fact id, either direction, valid at
-        ``as_of`` (``None``: open; ``history``: any time); each fact once, sorted by id, its
-        ``memory_ids`` cut to the newest ``support`` (as :meth:`entity_memories` cuts mentions), listed
-        by id. An entity given twice counts once."""
+        """Per given entity, its newest ``limit`` facts in scope (by ``created_at``, then the last
+        written), either direction, valid at ``as_of`` (``None``: open; ``history``: any time); each
+        fact once, sorted by id, its ``memory_ids`` cut to the newest ``support`` (as
+        :meth:`entity_memories` cuts mentions), listed by id. An entity given twice counts once."""
 
     @abstractmethod
     def records(

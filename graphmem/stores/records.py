@@ -92,9 +92,9 @@ class GraphQuery:
     """Fact hops from the seeds."""
     max_frontier: int = 8
     """Entities expanded per hop: linked ones first, then the least mentioned (rare names are the
-    specific ones), then by id. Also how many new entities a hop reaches, in that order."""
+    specific ones), then the oldest. Also how many new entities a hop reaches, in that order."""
     max_facts: int = 16
-    """Facts read per expanded entity at each hop (both directions, the first by fact id)."""
+    """Facts read per expanded entity at each hop (both directions, the newest first)."""
     max_mentions: int = 4
     """Memories fetched per reached entity and per fact (its provenance), the newest first: a hub, or a
     fact many memories repeat, cannot flood the result."""

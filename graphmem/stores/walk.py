@@ -58,7 +58,8 @@ def neighbourhood(
         out.entities.update(store.entities(scope, [i for i in out.seeds if i not in out.entities]))
     reads = store.entity_memories(scope, list(out.entities), q.max_mentions, q.hub_degree)
     linked_ids = set(out.linked.values())
-    rest = sorted((i for i in out.entities if i not in linked_ids), key=lambda i: (reads[i][0], i))
+    rest = sorted((i for i in out.entities if i not in linked_ids),
+                  key=lambda i: (reads[i][0], out.entities[i].created_at, i))
     frontier = [*out.linked.values(), *rest][: q.max_frontier]
     facts: dict[str, Relation] = {}
     for _ in range(q.depth):
@@ -77,7 +78,7 @@ def neighbourhood(
                         if end is not None and end not in out.entities)
         fresh = store.entities(scope, list(ends))
         reads.update(store.entity_memories(scope, list(fresh), q.max_mentions, q.hub_degree))
-        frontier = sorted(fresh, key=lambda i: (reads[i][0], i))[: q.max_frontier]
+        frontier = sorted(fresh, key=lambda i: (reads[i][0], fresh[i].created_at, i))[: q.max_frontier]
         out.entities.update((i, fresh[i]) for i in frontier)
     out.degree = {i: reads[i][0] for i in out.entities}
     mentions.update((m, e) for e in out.entities for m in reads[e][1])

@@ -385,7 +385,7 @@ def check_caps(w: World) -> None:
                       key=lambda r: r.id)
     open_facts = [r for r in touching if r.valid_to is None]
     assert (len(touching), len(open_facts)) == (22, 21)
-    assert touching[0].valid_to is not None  # the closed fact has the smallest id: it must not count
+    assert touching[0].valid_to is not None  # the closed fact was written first: it must not count
 
     def walk(depth: int, facts: int, frontier: int) -> Subgraph:
         return store.neighbourhood(scope, GraphQuery(keys=("dora",), depth=depth, max_facts=facts,
@@ -394,18 +394,20 @@ def check_caps(w: World) -> None:
     def other(r: Relation) -> str:
         return r.source_id if r.target_id == dora else str(r.target_id)
 
-    # Per expanded entity, its first max_facts open facts by id, both directions counted together.
+    # Per expanded entity, its newest max_facts open facts (ids here follow the writes), both directions
+    # counted together.
     capped = walk(1, 3, 64)
-    first = open_facts[:3]
-    assert capped.relations == first
-    assert {r.source_id == dora for r in first} == {True, False}
-    assert set(capped.entities) == {dora, *map(other, first)}
-    # A hop's unseen ends: the least mentioned, then by id, cut to max_frontier, are reached.
+    newest = sorted(sorted(open_facts, key=lambda r: (r.created_at, r.id), reverse=True)[:3], key=lambda r: r.id)
+    assert capped.relations == newest
+    assert newest != open_facts[:3]  # not the first by id
+    assert {r.source_id == dora for r in open_facts} == {True, False}  # a cap per direction would keep more
+    assert set(capped.entities) == {dora, *map(other, newest)}
+    # A hop's unseen ends: the least mentioned, then the oldest, cut to max_frontier, are reached.
     full = walk(1, 64, 64)
     ends = set(full.entities) - {dora}
     assert ends == {other(r) for r in open_facts} and len(ends) == 21
     cut = walk(1, 64, 4)
-    want = sorted(ends, key=lambda i: (full.degree[i], i))[:4]
+    want = sorted(ends, key=lambda i: (full.degree[i], full.entities[i].created_at, i))[:4]
     assert want != sorted(ends)[:4]  # the mentions decide, not the ids alone
     assert set(cut.entities) == {dora, *want}
     assert set(cut.degree) == set(cut.entities)
@@ -417,11 +419,11 @@ def check_caps(w: World) -> None:
     support = repeated.memory_ids
     assert len(support) == len(REPEATED_TEXTS) > MAX_MENTIONS
     written = {m: rec.created_at for m in support if (rec := store.get(m, scope)) is not None}
-    newest = sorted(support, key=written.__getitem__, reverse=True)[:MAX_MENTIONS]
+    kept = sorted(support, key=written.__getitem__, reverse=True)[:MAX_MENTIONS]
     oldest = min(support, key=written.__getitem__)
     gil = store.neighbourhood(scope, GraphQuery(keys=("gil",), depth=1, max_mentions=MAX_MENTIONS))
-    assert [sorted(r.memory_ids) for r in gil.relations] == [sorted(newest)]
-    assert set(gil.records) == {m for m, _ in gil.mentions} == set(newest) and oldest not in gil.records
+    assert [sorted(r.memory_ids) for r in gil.relations] == [sorted(kept)]
+    assert set(gil.records) == {m for m, _ in gil.mentions} == set(kept) and oldest not in gil.records
     # Only what a hop reached is expanded by the next: the second hop starts from those four.
     deep = walk(2, 64, 4)
     beyond = {e for r in store.relations(scope, include_closed=False) if r.source_id in want or r.target_id in want

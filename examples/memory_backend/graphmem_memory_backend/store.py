@@ -577,8 +577,9 @@ class MemoryStore(Store):
 
     def facts(self, scope: Scope, entity_ids: Sequence[str], *, as_of: datetime | None, limit: int, support: int,
               history: bool = False) -> list[Relation]:
+        written = {i: n for n, i in enumerate(self._tables.facts)}  # newest first, then the last written
         valid = sorted((f for f in self._tables.facts.values() if in_scope(scope, f) and _valid(f, as_of, history)),
-                       key=lambda f: f.id)
+                       key=lambda f: (f.created_at, written[f.id]), reverse=True)
         found: dict[str, Relation] = {}
         for eid in dict.fromkeys(entity_ids):
             for f in [f for f in valid if eid in (f.source_id, f.target_id)][:limit]:

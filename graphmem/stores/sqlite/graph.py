@@ -461,7 +461,7 @@ def facts(
     for eid in dict.fromkeys(entity_ids):
         wanted.update(dict.fromkeys(r[0] for r in conn.execute(
             f"SELECT r.id FROM relations r WHERE {valid} AND (r.source_id = ? OR r.target_id = ?) AND {where} "
-            "ORDER BY r.id LIMIT ?", [*vparams, eid, eid, *params, limit])))
+            "ORDER BY r.created_at DESC, r.rowid DESC LIMIT ?", [*vparams, eid, eid, *params, limit])))
     ids = sorted(wanted)
     found: list[Relation] = []
     for i in range(0, len(ids), 500):

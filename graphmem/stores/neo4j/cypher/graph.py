@@ -375,12 +375,12 @@ def memory_entities(where: str) -> str:
 
 
 def facts(fact_where: str) -> str:
-    """Per entity ``$ids``, its first ``$limit`` facts by id in ``fact_where``, each once, with the
-    newest ``$support`` memories of its provenance."""
+    """Per entity ``$ids``, its newest ``$limit`` facts in ``fact_where``, each once, with the newest
+    ``$support`` memories of its provenance."""
     return (
         "UNWIND $ids AS id MATCH (e:Entity {id: id}) "
         f"CALL (e) {{ CALL (e) {{ {_EITHER_END} }} WITH r, s, o WHERE {fact_where} "
-        "WITH r, s, o ORDER BY r.id LIMIT $limit RETURN r, s, o } "
+        "WITH r, s, o ORDER BY r.created_at DESC, r.seq DESC LIMIT $limit RETURN r, s, o } "
         "WITH DISTINCT r, s, o "
         f"CALL (r) {{ {newest_support('$support')} }} "
         f"RETURN {rel_proj('r', 'prov')} AS fact, s.id AS source, CASE WHEN o:Entity THEN o.id END AS target, "

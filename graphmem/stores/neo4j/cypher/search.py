@@ -299,7 +299,7 @@ def neighbourhood_cypher(
         f"WITH {state}, g_seed_ents, [p IN g_linked | p[1]] AS g_linked_ents",
         # First frontier: linked entities in key order, then the seeded ones, least mentioned first.
         "CALL (g_seed_ents, g_linked_ents) { UNWIND g_seed_ents AS e WITH e WHERE NOT e IN g_linked_ents "
-        f"WITH e, {_DEGREE.format(v='e')} AS d ORDER BY d, e.id RETURN collect(e) AS g_rest }}",
+        f"WITH e, {_DEGREE.format(v='e')} AS d ORDER BY d, e.created_at, e.id RETURN collect(e) AS g_rest }}",
         f"WITH {state}, g_linked_ents + g_rest AS g_seen, (g_linked_ents + g_rest)[..$g_max_frontier] AS g_frontier, "
         "[] AS g_facts",
     ]
@@ -311,13 +311,13 @@ def neighbourhood_cypher(
             f"WITH e WHERE {_DEGREE.format(v='e')} <= $g_hub_degree CALL (e) {{ CALL (e) {{ "
             f"MATCH (e)-[r]->(o) WHERE (o:Entity OR o:Value) AND {valid} AND {in_scope['r']} RETURN r, e AS s, o "
             f"UNION MATCH (s:Entity)-[r:!MENTIONS]->(e) WHERE {valid} AND {in_scope['r']} RETURN r, s, e AS o }} "
-            "WITH r, s, o ORDER BY r.id LIMIT $g_max_facts RETURN r, s, o } "
+            "WITH r, s, o ORDER BY r.created_at DESC, r.seq DESC LIMIT $g_max_facts RETURN r, s, o } "
             "RETURN collect(DISTINCT [r, s, o]) AS g_found }",
             # Their unseen ends in scope, least mentioned first, cut to max_frontier: those are reached
             # and are the next frontier.
             "CALL (g_found, g_seen) { UNWIND g_found AS f UNWIND [f[1], f[2]] AS x "
             f"WITH DISTINCT x WHERE x:Entity AND NOT x IN g_seen AND {in_scope['x']} "
-            f"WITH x, {_DEGREE.format(v='x')} AS d ORDER BY d, x.id LIMIT $g_max_frontier "
+            f"WITH x, {_DEGREE.format(v='x')} AS d ORDER BY d, x.created_at, x.id LIMIT $g_max_frontier "
             "RETURN collect(x) AS g_fresh }",
             f"WITH {state}, g_seen + g_fresh AS g_seen, g_fresh AS g_frontier, g_facts + g_found AS g_facts",
         ]
