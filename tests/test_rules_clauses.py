@@ -286,3 +286,12 @@ def test_the_ontology_decides_when_one_relation_fits_the_two_classes(clinic: Rul
     assert not facts(clinic, "Kari: Dr. Chen and Dr. Adeyemi are on the ward.")
     assert not any(r == "prescribedBy" for _s, r, _t in
                    facts(clinic, "Kari: Dr. Okafor didn't put me on apixaban."))
+
+
+def test_a_fact_never_ends_before_it_starts(extractor: RuleExtractor) -> None:
+    """"until 1992" and "next year" in one sentence: the stated end stays, the later start (another
+    verb's) goes, rather than a triple the write would drop as invalid."""
+    ctx = ExtractionContext(extractor.ontology, REF, ["Kari"])
+    out = extractor.extract("Kari: Next year I will have worked at Acme, as I did until 1992.", ctx)
+    got = [(t.relation, t.target, t.valid_from, t.valid_to) for t in out.triples]
+    assert got == [("worksFor", "Acme", None, "1992-01-01")]

@@ -435,6 +435,8 @@ def make(res: Resources, ctx: SentenceView, source: str, rel: RelationInfo, targ
     until = ends[0].iso if ends else None
     if ended and until is None:  # "I left Acme in May": the time is the end; none said: by now
         valid, until = None, valid or state.context.reference_time.date().isoformat()
+    if valid is not None and until is not None and until < valid:
+        valid = None  # "until 1992" is sure; a later start ("next year") belongs to another verb
     return ExtractedTriple(source=src.name, relation=rel.name, target=target_name, valid_from=valid,
                            valid_to=until)
 
