@@ -75,9 +75,9 @@ def people_by_kin(res: Resources, state: ChunkState, sent: Sentence) -> None:
     that read class words."""
     person = res.lexicon.person_class
     doc = sent.msg.doc
-    if person is None or res.semantic is None or doc is None:
+    iri = res.ontology.resolve_class(person) if person is not None else None
+    if iri is None or res.semantic is None or doc is None:
         return
-    iri = res.ontology.resolve_class(person)
     for m in sent.mentions:
         ent = state.entities.get(m.key)
         if m.kind != "cap" or ent is None or ent.type is not None:
@@ -88,7 +88,7 @@ def people_by_kin(res: Resources, state: ChunkState, sent: Sentence) -> None:
         for noun in nouns:
             if noun.pos_ != "NOUN" or not any(c.dep_ == "poss" for c in noun.children):
                 continue
-            if iri is not None and res.semantic.class_within(noun.lower_, [iri], strict=True) == person:
+            if res.semantic.class_within(noun.lower_, [iri], strict=True) == person:
                 ent.set_type(person, 2)
                 break
 

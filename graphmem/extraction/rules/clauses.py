@@ -233,6 +233,13 @@ def _pobj(prep: Token) -> Token | None:
     return next((c for c in prep.children if c.dep_ in ("pobj", "pcomp")), None)
 
 
+def verb_of(tok: Token) -> Token:
+    """The verb of the clause a word belongs to."""
+    while tok.pos_ not in ("VERB", "AUX") and tok.head.i != tok.i:
+        tok = tok.head
+    return tok
+
+
 def clause_state(pred: Token) -> str:
     """``said`` (the clause states its relation), ``ended`` ("no longer", "not anymore", "used to",
     "formerly") or ``unsaid`` (negated or hedged: "don't", "maybe", "might")."""

@@ -178,6 +178,8 @@ def _name_pronouns(res: Resources, state: ChunkState) -> None:
     """Each "she"/"he"/"her"/"his"/"him" of a parsed sentence -> the last person named before it in the
     chunk (not a speaker, nor the subject of its own clause: "Theo adores him" is not Theo), so a
     statement says who ("Lily wants to learn chess")."""
+    from .clauses import verb_of
+
     named: list[tuple[str, Token | None]] = []  # (entity key, the mention's head token), in order
     for sent in state.sentences:
         label = sent.msg.speaker
@@ -190,10 +192,10 @@ def _name_pronouns(res: Resources, state: ChunkState) -> None:
             tok = doc[k] if doc is not None else None
             if tok is None or tok.pos_ != "PRON" or tok.lower_ not in _THIRD_PERSON:
                 continue
-            verb = _verb_of(tok)
+            verb = verb_of(tok)
             who = next((key for key, head in reversed(named)
                         if head is None or head.doc is not doc or _phrase(head).dep_ not in ("nsubj", "nsubjpass")
-                        or _verb_of(head).i != verb.i or tok.dep_ in ("nsubj", "nsubjpass")), None)
+                        or verb_of(head).i != verb.i or tok.dep_ in ("nsubj", "nsubjpass")), None)
             if who is not None:
                 sent.pronouns[k] = state.entities[who].name
 
@@ -201,13 +203,6 @@ def _name_pronouns(res: Resources, state: ChunkState) -> None:
 def _phrase(tok: Token) -> Token:
     """The head of the noun phrase a name stands in ("Theo" in "my son Theo" -> "son")."""
     while tok.dep_ in ("appos", "compound", "flat") and tok.head.i != tok.i:
-        tok = tok.head
-    return tok
-
-
-def _verb_of(tok: Token) -> Token:
-    """The verb of the clause a word belongs to."""
-    while tok.pos_ not in ("VERB", "AUX") and tok.head.i != tok.i:
         tok = tok.head
     return tok
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 from ...ontology.model import RelationInfo
 from ..contract import ExtractedTriple
 from .arguments import SentenceView, make
-from .clauses import clause_state
+from .clauses import clause_state, verb_of
 from .resources import Resources
 from .state import NOT_THE_USER, ChunkState, Sentence, norm, role_of
 from .words import FIRST_PERSON
@@ -184,10 +184,7 @@ def _subject_of(verb: Token, *ends: tuple[str, Token]) -> str | None:
 
 def _unsaid(head: Token) -> bool:
     """A negated or hedged clause ("she can't have codeine"; "maybe Dr. Lund")."""
-    verb = head
-    while verb.pos_ not in ("VERB", "AUX") and verb.head.i != verb.i:
-        verb = verb.head
-    return clause_state(verb) != "said"
+    return clause_state(verb_of(head)) != "said"
 
 
 def _one_relation(res: Resources, ctx: SentenceView, narrow: tuple[RelationInfo, ...],
